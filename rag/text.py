@@ -1,0 +1,175 @@
+"""Text utilities shared by ingestion, retrieval, answering and the citation check.
+
+Abstracts arrive with LaTeX and Markdown markup (``\\emph{}``, ``$\\times$``, ``**CORE**``). Users see and
+quote the cleaned text, so every stage works on the same cleaned form; ids are computed from the raw text so
+that a change in cleaning never changes an id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from functools import lru_cache
+
+# --- cleaning -------------------------------------------------------------------------------------------
+
+_LATEX_SYMBOLS = {
+    r"\times": "×", r"\%": "%", r"\textasciitilde": "~", r"\sim": "~", r"\approx": "≈",
+    r"\alpha": "α", r"\beta": "β", r"\gamma": "γ", r"\delta": "δ", r"\epsilon": "ε", r"\theta": "θ",
+    r"\lambda": "λ", r"\mu": "μ", r"\sigma": "σ", r"\Omega": "Ω", r"\omega": "ω", r"\pi": "π",
+    r"\star": "*", r"\mid": "|", r"\leq": "≤", r"\geq": "≥", r"\le": "≤", r"\ge": "≥", r"\cdot": "·",
+    r"\pm": "±", r"\infty": "∞", r"\to": "→", r"\rightarrow": "→", r"\&": "&", r"\_": "_", r"\#": "#",
+    r"\,": " ", r"\;": " ", r"\!": "", r"\ ": " ",
+}
+_LATEX_SYMBOL_RE = re.compile(
+    "|".join(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else "")
+             for k in sorted(_LATEX_SYMBOLS, key=len, reverse=True))
+)
+# \textbf{x}, \emph{x}, \mathrm{x}, ... -> x (innermost first, repeated for nesting)
+_LATEX_WRAPPER_RE = re.compile(r"\\(?:textbf|textit|texttt|textsc|emph|mathrm|mathbf|mathit|mathcal|text|underline)\{([^{}]*)\}")
+_LATEX_CMD_RE = re.compile(r"\\[A-Za-z]+")
+_MD_BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_MD_ITALIC_RE = re.compile(r"(?<![\w*])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])")
+_WS_RE = re.compile(r"\s+")
+
+
+def _strip_math(m: re.Match[str]) -> str:
+    body = m.group(1)
+    body = body.replace("{", "").replace("}", "")
+    return body
+
+
+def clean_markup(raw: str) -> str:
+    """Turn LaTeX/Markdown-flavoured abstract text into the plain text users read and quote."""
+    text = unicodedata.normalize("NFC", raw)
+    text = text.replace("``", "“").replace("''", "”")
+    for _ in range(3):
+        text = _LATEX_WRAPPER_RE.sub(r"\1", text)
+    text = _LATEX_SYMBOL_RE.sub(lambda m: _LATEX_SYMBOLS[m.group(0)], text)
+    text = re.sub(r"\$([^$]*)\$", _strip_math, text)
+    text = _LATEX_CMD_RE.sub("", text)
+    text = _MD_BOLD_RE.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _MD_ITALIC_RE.sub(r"\1", text)
+    text = text.replace("---", "—").replace("--", "–")
+    text = text.replace("\u00a0", " ").replace("\u2011", "-")
+    return _WS_RE.sub(" ", text).strip()
+
+
+def normalize_for_id(raw: str) -> str:
+    """The form of a text that decides its identity: Unicode-normalised, whitespace collapsed."""
+    return _WS_RE.sub(" ", unicodedata.normalize("NFC", raw)).strip()
+
+
+def stable_id(raw: str, length: int = 12) -> str:
+    """Content-derived paper id: the same abstract gets the same id on every ingest, on every machine."""
+    return hashlib.sha1(normalize_for_id(raw).encode("utf-8")).hexdigest()[:length]
+
+
+# --- sentences ------------------------------------------------------------------------------------------
+# A regex splitter rather than the NLTK punkt splitter that llama-index uses by default: punkt breaks
+# scientific abstracts after "vs.", "et al." and "Fig.", and misses breaks after a capital ("... X. We").
+
+_ABBREVIATIONS = {
+    "e.g", "i.e", "vs", "cf", "al", "fig", "figs", "eq", "eqs", "sec", "no", "approx", "resp", "etc",
+    "dr", "prof", "mr", "ms", "st", "ref", "refs", "tab", "app", "ch", "vol", "pp", "ca", "viz",
+}
+_BOUNDARY_RE = re.compile(r"([.!?]+[\"”’)\]]*)\s+(?=[\"“‘(\[]*[A-Z0-9$\\])")
+
+
+def split_with_spaces(text: str) -> list[str]:
+    """Sentences with their trailing whitespace, so that joining them gives back `text` exactly.
+
+    This is the form llama-index's SentenceSplitter expects from a `chunking_tokenizer_fn`.
+    """
+    pieces: list[str] = []
+    start = 0
+    for m in _BOUNDARY_RE.finditer(text):
+        candidate = text[start:m.end(1)]
+        last_word = re.search(r"([A-Za-z.]+)[.!?]+[\"”’)\]]*$", candidate)
+        # "et al.", "e.g.", "Fig." do not end a sentence.
+        if last_word and last_word.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+            continue
+        pieces.append(text[start:m.end()])
+        start = m.end()
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split cleaned text into sentences, keeping decimals, abbreviations and model names intact."""
+    return [s for s in (p.strip() for p in split_with_spaces(text.strip())) if s]
+
+
+# --- terms and numbers ----------------------------------------------------------------------------------
+
+STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto over under about as is are was
+    were be been being do does did done doing have has had having it its it's this that these those there their
+    they them we our us you your he she his her i me my which who whom whose what when where why how than so
+    such not no nor can could should would may might must will shall also very more most much many any some
+    each every all both either neither one other another same own just only up down out off again further once
+    here while during before after above below between through against among per via versus vs etc e.g i.e
+    paper papers abstract abstracts work study studies studied propose proposes proposed introduce introduces
+    introduced present presents presented report reports reported show shows shown use uses used using
+    method methods approach approaches new novel based tell say says said does doing way ways
+    like kind find found give gives given let make makes made get gets got""".split()
+)
+
+_TERM_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'’][A-Za-z0-9]+)*|\d+(?:[.,]\d+)*")
+# Numbers as written in abstracts and answers: 1,800 / 54.7 / 5.6x / 3.04× / 88–97% / +6.2
+_NUMBER_RE = re.compile(r"(?<![A-Za-z0-9.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\d])")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased word tokens of a text, stopwords removed; hyphenated words kept whole and split."""
+    out: list[str] = []
+    for tok in _TERM_RE.findall(text):
+        low = tok.lower().replace("’", "'")
+        if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
+            continue
+        out.append(low)
+        if "-" in low:
+            out.extend(p for p in low.split("-") if len(p) > 1 and p not in STOPWORDS)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # noqa: ANN202 - PyStemmer object
+    import Stemmer  # PyStemmer, the Snowball stemmer bm25s uses too
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Snowball stem of a lower-cased word, so "studies"/"study" and "compressing"/"compression" meet."""
+    return _stemmer().stemWord(word)
+
+
+def stems(text: str) -> set[str]:
+    """Set of stemmed content terms of a text."""
+    return {stem(t) for t in terms(text)}
+
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000",
+                      "million": "1000000", "billion": "1000000000", "dozen": "12", "twice": "2",
+                      "double": "2", "triple": "3", "half": "0.5"})
+del _NUMBER_WORDS["zero"], _NUMBER_WORDS["one"]  # "one of", "zero-shot": words, not quantities
+_NUMBER_WORDS["order of magnitude"] = "10"
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers in a text, normalised ("1,800" -> "1800", "+6.2" -> "6.2", "70.0" -> "70", "three" -> "3")."""
+    out: set[str] = {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD_RE.findall(text)}
+    for m in _NUMBER_RE.findall(text):
+        value = m.lstrip("+-").replace(",", "")
+        if "." in value:
+            value = value.rstrip("0").rstrip(".")
+        out.add(value or "0")
+    return out

@@ -1,0 +1,102 @@
+"""The citation check on fixed, hand-written answers: every rule fails and passes where it should."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.cite import UNSUPPORTED_MARK, SourceText, check_answer, cited_numbers, names_in, strip_citations
+from rag.prompts import ABSTAIN_PREFIX
+
+RECMEM = SourceText(1, "RecMem", [
+    "We propose RecMem, a recurrent compression framework that folds history segments into M forget-gated "
+    "memory slots.",
+    "On MerRec, RecMem uses 5.6x fewer decoder-side tokens than full attention while retaining 88–97% of "
+    "Recall@10–200.",
+    "It also remains stable over 1,800 test steps.",
+])
+RELOOP = SourceText(2, "ReLoop", [
+    "We introduce ReLoop, which addresses this gap through two complementary mechanisms.",
+    "Combined with diagnostic execution recovery, ReLoop reaches 100% executable code on Claude Opus 4.6.",
+])
+SOURCES = [RECMEM, RELOOP]
+
+
+def fake_embed(texts: list[str]) -> list[list[float]]:
+    """Bag-of-words vectors over a fixed vocabulary: enough to tell paraphrase from unrelated text here."""
+    vocab = ["stable", "steps", "test", "memory", "tokens", "code", "executable", "weather", "slots", "gap"]
+    out = []
+    for t in texts:
+        words = t.lower().replace(",", " ").replace(".", " ").split()
+        v = [float(sum(w.startswith(x) for w in words)) for x in vocab]
+        n = sum(x * x for x in v) ** 0.5 or 1.0
+        out.append([x / n for x in v])
+    return out
+
+
+def with_vectors(src: SourceText) -> SourceText:
+    return SourceText(src.n, src.label, src.sentences, fake_embed([f"{src.label}: {s}" for s in src.sentences]))
+
+
+def test_citation_parsing() -> None:
+    assert cited_numbers("A claim [1] and another [2, 3][4].") == [1, 2, 3, 4]
+    assert strip_citations("RecMem is stable [1].") == "RecMem is stable."
+    assert names_in("RecMem beats SASRec on MerRec with GPT-4o and LLMs.") == ["RecMem", "SASRec", "MerRec", "GPT-4o"]
+
+
+def test_supported_answer_passes() -> None:
+    r = check_answer("RecMem stays stable over 1,800 test steps [1]. ReLoop reaches 100% executable code [2].",
+                     [with_vectors(s) for s in SOURCES], embed=fake_embed)
+    assert not r.abstained and not r.unsupported and not r.removed_citations
+    assert all(c.evidence for c in r.checks)
+    assert r.checks[0].evidence == "It also remains stable over 1,800 test steps." and r.checks[0].evidence_n == 1
+
+
+def test_citation_to_a_source_not_given_is_removed() -> None:
+    r = check_answer("RecMem stays stable over 1,800 test steps [1][7].", [with_vectors(RECMEM)], embed=fake_embed)
+    assert r.removed_citations == [7] and "[7]" not in r.text and "[1]" in r.text and not r.unsupported
+
+
+def test_only_invalid_citations_leave_the_sentence_uncited() -> None:
+    r = check_answer("RecMem stays stable over 1,800 test steps [9].", [with_vectors(RECMEM)], embed=fake_embed)
+    assert r.removed_citations == [9] and r.unsupported[0].reason.startswith("no citation")
+    assert r.abstained
+
+
+def test_invented_number_is_marked() -> None:
+    text = "RecMem stays stable over 1,800 test steps [1]. RecMem achieves a 3.4x speedup over FLASH [1]."
+    r = check_answer(text, [with_vectors(RECMEM)], embed=fake_embed)
+    assert [c.supported for c in r.checks] == [True, False]
+    assert "3.4" in r.checks[1].reason and f"{UNSUPPORTED_MARK} RecMem achieves" in r.text
+    dropped = check_answer(text, [with_vectors(RECMEM)], unsupported="drop", embed=fake_embed)
+    assert "3.4x" not in dropped.text and "1,800" in dropped.text
+
+
+def test_claim_attributed_to_the_wrong_paper_is_marked() -> None:
+    r = check_answer("ReLoop addresses this gap with complementary mechanisms [1].",
+                     [with_vectors(s) for s in SOURCES], embed=fake_embed)
+    assert not r.checks[0].supported and "ReLoop" in r.checks[0].reason
+
+
+def test_uncited_claim_is_marked_and_abstention_is_not() -> None:
+    r = check_answer("RecMem is the best method ever.", SOURCES, embed=fake_embed)
+    assert r.unsupported and r.abstained and r.text.startswith(ABSTAIN_PREFIX)
+    a = check_answer(f"{ABSTAIN_PREFIX} how many GPUs were used.", SOURCES)
+    assert a.abstained and not a.unsupported
+
+
+def test_semantically_unrelated_sentence_is_marked() -> None:
+    r = check_answer("RecMem predicts the weather [1].", [with_vectors(RECMEM)], embed=fake_embed)
+    assert not r.checks[0].supported and "not close" in r.checks[0].reason
+
+
+def test_verbatim_quote_passes_without_embeddings() -> None:
+    r = check_answer("RecMem [1]: “It also remains stable over 1,800 test steps.”", SOURCES)
+    assert r.checks[0].supported and r.checks[0].reason == "quoted" and r.checks[0].similarity == 1.0
+
+
+@pytest.mark.parametrize("policy", ["mark", "drop"])
+def test_answer_with_no_supported_sentence_becomes_abstention(policy: str) -> None:
+    r = check_answer("RecMem uses 512 slots [1]. It was trained on 64 GPUs [1].", [with_vectors(RECMEM)],
+                     unsupported=policy, embed=fake_embed)
+    assert r.abstained and r.text.startswith(ABSTAIN_PREFIX) and len(r.unsupported) == 2
+    assert ("512" in r.text) == (policy == "mark")
