@@ -104,6 +104,7 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
     checks: list[SentenceCheck] = []
     pending_semantic: list[tuple[int, str, list[int]]] = []
     pieces = _split_answer(text)
+    all_text = " ".join(src.text + " " + src.label for src in sources)
     for _line, sentence in pieces:
         cited = cited_numbers(sentence)
         bad = [n for n in cited if n not in by_n]
@@ -116,8 +117,11 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
             checks.append(SentenceCheck(shown, valid, True, "abstention"))
             continue
         if not valid:
-            checks.append(SentenceCheck(shown, [], False, "no citation" + (" (cited a source that was not given)"
-                                                                             if bad else "")))
+            reason = "no citation" + (" (cited a source that was not given)" if bad else "")
+            invented = sorted(numbers(clean) - numbers(all_text))
+            if invented:
+                reason += "; number in no source: " + ", ".join(invented)
+            checks.append(SentenceCheck(shown, [], False, reason))
             continue
         if _only_labels(clean, valid, by_n):
             checks.append(SentenceCheck(shown, valid, True, "names its cited sources"))

@@ -42,29 +42,45 @@ def _settings(**overrides: object) -> Settings:
 
 
 def _assistant(settings: Settings) -> Assistant:
+    from rag.llm import LLMConfigError
     from rag.qa import Assistant
     from rag.store import StoreError
 
     try:
         return Assistant(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
+        raise
     except StoreError as e:
         _fail(str(e))
         raise
 
 
-def _print_answer(answer: Answer) -> None:
-    typer.echo(answer.answer)
+def _print_answer(answer: Answer, body: bool = True) -> None:
+    if body:
+        typer.echo(answer.answer)
+    if answer.rewritten:
+        typer.echo(f"(searched for: {answer.rewritten})")
     if answer.citations:
         typer.echo("\nSources:")
         for c in answer.citations:
             typer.echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}")
             typer.echo(f"    “{c.quote}”")
+    for u in answer.unsupported:
+        typer.echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
     if answer.removed_citations:
         typer.echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
     if answer.notice:
         typer.echo(f"\nnote: {answer.notice}")
     total = answer.timings_ms.get("total_ms", 0.0)
     typer.echo(f"\n({answer.mode} · {total:.0f} ms)")
+
+
+def _print_checked(answer: Answer) -> None:
+    """After a streamed answer: the checked version when the citation check changed it, then the sources."""
+    if answer.raw_answer is not None and answer.answer.strip() != answer.raw_answer.strip():
+        typer.echo("\nAfter the citation check:\n" + answer.answer)
+    _print_answer(answer, body=False)
 
 
 @app.command()
@@ -102,11 +118,28 @@ def ingest(
         raise typer.Exit(1)
 
 
+def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamEvent
+    """Print tokens as they arrive; on a mid-answer LLM failure, start the fallback answer on a new line."""
+    answer = None
+    for event in events:
+        if event.kind == "token":
+            typer.echo(event.text, nl=False)
+        elif event.kind == "reset":
+            typer.echo("\n[the LLM failed mid-answer; falling back]")
+        elif event.kind == "final":
+            answer = event.answer
+    typer.echo("")
+    assert answer is not None
+    return answer
+
+
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question, or - to read one question per line from stdin."),
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per answer."),
+    stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto (default PAPERS_ANSWER_MODE)."),
     paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
@@ -118,7 +151,11 @@ def ask(
     failed = False
     for q in questions:
         try:
-            answer = assistant.ask(q, k=k, paper_ids=paper)
+            if stream and not json_out:
+                answer = _stream_to_terminal(assistant.stream(q, k=k, paper_ids=paper, mode=mode))
+                _print_checked(answer)
+                continue
+            answer = assistant.ask(q, k=k, paper_ids=paper, mode=mode)
         except QuestionError as e:
             failed = True
             if json_out:
@@ -177,12 +214,14 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
 
 
 @app.command()
-def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve.")) -> None:
-    """Ask questions in a terminal loop (empty line or Ctrl-D to quit)."""
+def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
+         mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
+    """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
+    from rag.chat import Conversation
     from rag.qa import QuestionError
 
-    assistant = _assistant(_settings())
-    typer.echo("Ask about the papers (empty line to quit).")
+    conversation = Conversation(_assistant(_settings()))
+    typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
     while True:
         try:
             q = input("\n> ")
@@ -192,7 +231,8 @@ def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Paper
         if not q.strip():
             break
         try:
-            _print_answer(assistant.ask(q, k=k))
+            answer = _stream_to_terminal(conversation.stream(q, k=k, mode=mode))
+            _print_checked(answer)
         except QuestionError as e:
             typer.echo(f"error: {e}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rag import prompts
@@ -65,22 +66,89 @@ class LookupHit:
     reference: str
 
 
+@dataclass
+class StreamEvent:
+    """What `Assistant.stream` yields: text as it arrives ('token'), 'reset' when the text so far is
+    withdrawn (the LLM failed mid-answer), and one 'final' event carrying the checked Answer."""
+
+    kind: str
+    text: str = ""
+    answer: Answer | None = None
+
+
 class Assistant:
     """One per process: holds the retriever (store, models, BM25) and answers questions."""
 
     def __init__(self, settings: Settings, retriever: Retriever | None = None) -> None:
+        from rag.llm import check_llm_settings
+
+        check_llm_settings(settings)
         self.settings = settings
         self.retriever = retriever or Retriever(settings)
 
+    def resolve_mode(self, mode: str | None) -> str:
+        """'extractive' or 'llm' for this question; 'llm' only when an endpoint is configured."""
+        if mode in (None, "auto"):
+            return self.settings.effective_answer_mode
+        if mode == "llm" and not self.settings.llm_configured:
+            raise QuestionError("LLM mode needs OPENAI_BASE_URL or OPENAI_API_KEY to be configured")
+        if mode not in ("llm", "extractive"):
+            raise QuestionError(f"unknown answer mode {mode!r} (use extractive, llm or auto)")
+        return mode
+
     # --- questions ----------------------------------------------------------------------------------
 
-    def ask(self, question: str, k: int | None = None, paper_ids: list[str] | None = None) -> Answer:
-        """Answer a question from the indexed abstracts, with checked citations."""
+    def ask(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
+            mode: str | None = None) -> Answer:
+        """Answer a question from the indexed abstracts, with checked citations (no streaming)."""
         t0 = time.perf_counter()
         q = clean_question(question, self.settings.max_question_chars)
+        use = self.resolve_mode(mode)
         retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
         t1 = time.perf_counter()
-        answer = self._extractive(q, retrieval)
+        if use == "llm" and retrieval.papers:
+            from rag.llm import LLMUnavailable, answer_messages, complete
+
+            try:
+                raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
+                answer = self._finish_llm(q, retrieval, raw)
+            except LLMUnavailable as e:
+                answer = self._fallback(q, retrieval, e.reason)
+        else:
+            answer = self._extractive(q, retrieval)
+        return self._timed(answer, retrieval, t0, t1)
+
+    def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
+               mode: str | None = None) -> Iterator[StreamEvent]:
+        """Answer as a stream of events; the citation check runs when the text is complete."""
+        t0 = time.perf_counter()
+        q = clean_question(question, self.settings.max_question_chars)
+        use = self.resolve_mode(mode)
+        retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
+        t1 = time.perf_counter()
+        if use == "llm" and retrieval.papers:
+            from rag.llm import LLMUnavailable, answer_messages, stream_answer
+
+            parts: list[str] = []
+            try:
+                for delta in stream_answer(self.settings, answer_messages(q, retrieval.papers, self.settings)):
+                    if not parts:
+                        first_token_ms = (time.perf_counter() - t0) * 1000
+                    parts.append(delta)
+                    yield StreamEvent("token", delta)
+                answer = self._finish_llm(q, retrieval, "".join(parts))
+                answer.timings_ms["first_token_ms"] = first_token_ms
+            except LLMUnavailable as e:
+                if parts:
+                    yield StreamEvent("reset")
+                answer = self._fallback(q, retrieval, e.reason)
+                yield from _word_events(answer.answer)
+        else:
+            answer = self._extractive(q, retrieval)
+            yield from _word_events(answer.answer)
+        yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
+
+    def _timed(self, answer: Answer, retrieval: Retrieval, t0: float, t1: float) -> Answer:
         answer.timings_ms.update(retrieval.timings_ms)
         answer.timings_ms["answer_ms"] = (time.perf_counter() - t1) * 1000
         answer.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
@@ -89,6 +157,38 @@ class Assistant:
     def _extractive(self, question: str, retrieval: Retrieval) -> Answer:
         draft = draft_answer(question, retrieval, analyse(question))
         return render_extractive(question, retrieval, draft, self.settings.unsupported)
+
+    def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:
+        answer = self._extractive(question, retrieval)
+        answer.notice = f"LLM not used: {reason}; this is the extractive answer."
+        return answer
+
+    def _finish_llm(self, question: str, retrieval: Retrieval, raw: str) -> Answer:
+        """Check a generated answer's citations and number them in order of first use."""
+        t = time.perf_counter()
+        sources = sources_for(retrieval.papers)
+        embedder = self.retriever.embedder
+        checked = check_answer(raw, sources, self.settings.unsupported, embed=embedder.get_text_embedding_batch)
+        check_ms = (time.perf_counter() - t) * 1000
+        text, renumber = renumber_citations(checked.text)
+        citations = []
+        for old, new in sorted(renumber.items(), key=lambda kv: kv[1]):
+            paper = retrieval.papers[old - 1]
+            evidence = [c.evidence for c in checked.checks if c.supported and c.evidence_n == old and c.evidence]
+            quote = evidence[0] if evidence else _best_sentence(paper)
+            citations.append(Citation(new, paper.paper_id, paper.label, paper.source, paper.position, quote,
+                                      paper.reference))
+        for c in checked.checks:
+            c.sentence = _apply_renumber(c.sentence, renumber)
+            c.citations = [renumber.get(n, n) for n in c.citations]
+            if c.evidence_n is not None:
+                c.evidence_n = renumber.get(c.evidence_n, c.evidence_n)
+        retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position) for p in retrieval.papers]
+        return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
+                      citations=citations if not checked.abstained else [], retrieved=retrieved,
+                      checks=checked.checks, removed_citations=checked.removed_citations,
+                      unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
+                      timings_ms={"check_ms": check_ms}, raw_answer=raw)
 
     # --- lookup and listing -------------------------------------------------------------------------
 
@@ -109,6 +209,34 @@ class Assistant:
         """Every indexed paper, in source order."""
         entries = list(self.retriever.store.catalog().values())
         return sorted(entries, key=lambda e: (e.source, e.position))
+
+
+_CITE_NUM_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def renumber_citations(text: str) -> tuple[str, dict[int, int]]:
+    """Renumber [n] markers 1, 2, ... in order of first use, so an answer's citations read in order."""
+    mapping: dict[int, int] = {}
+    for m in _CITE_NUM_RE.finditer(text):
+        for x in m.group(1).split(","):
+            mapping.setdefault(int(x), len(mapping) + 1)
+    return _apply_renumber(text, mapping), mapping
+
+
+def _apply_renumber(text: str, mapping: dict[int, int]) -> str:
+    return _CITE_NUM_RE.sub(lambda m: "[" + ", ".join(str(mapping.get(int(x), int(x)))
+                                                      for x in m.group(1).split(",")) + "]", text)
+
+
+def _best_sentence(paper: PaperHit) -> str:
+    best = max(paper.chunks, key=lambda c: c.cosine, default=None)
+    return best.text if best else ""
+
+
+def _word_events(text: str) -> Iterator[StreamEvent]:
+    """Stream a finished text word by word, so every mode reaches a UI the same way."""
+    for piece in re.findall(r"\S+\s*|\s+", text):
+        yield StreamEvent("token", piece)
 
 
 def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy: str) -> Answer:

@@ -55,6 +55,8 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     notice: str | None = None
     error: str | None = None
+    rewritten: str | None = None  # the standalone question a follow-up was rewritten into
+    raw_answer: str | None = None  # what the LLM wrote, before the citation check
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

