@@ -11,8 +11,8 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: run install ingest ui chat test test-fast test-deps eval bench soak clean
 
-run: ingest ## install, ingest corpus/, start the assistant
-	$(BIN)/papers chat
+run: ingest ## install, ingest corpus/, start the web UI
+	$(BIN)/papers ui
 
 install: $(VENV)/.installed
 

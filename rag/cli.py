@@ -237,6 +237,23 @@ def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Paper
             typer.echo(f"error: {e}")
 
 
+@app.command()
+def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_UI_HOST, 127.0.0.1)."),
+       port: Optional[int] = typer.Option(None, help="Port (default PAPERS_UI_PORT, 7860).")) -> None:
+    """Start the web UI: streaming cited chat, evidence panel, citation lookup, paper browser."""
+    settings = _settings(ui_host=host, ui_port=port)
+    from rag.llm import LLMConfigError, check_llm_settings
+
+    try:
+        check_llm_settings(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
+    from ui.app import launch
+
+    typer.echo(f"Paper Q&A UI on http://{settings.ui_host}:{settings.ui_port} (Ctrl-C to stop)")
+    launch(settings)
+
+
 def main() -> None:
     app()
 

@@ -247,7 +247,8 @@ def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, d
         if not body:
             raise CorpusError("only a header line, no abstracts")
         if len(body) >= 2 and suffix == ".txt":
-            return [(i, {"abstract": b}) for i, b in enumerate(body, 1)]
+            # The header names the list ("NeurIPS 2026 ..."): it is the papers' venue in references.
+            return [(i, {"abstract": b, "venue": blocks[0].lstrip("#").strip()}) for i, b in enumerate(body, 1)]
         return [(1, {"abstract": "\n".join(body), "title": blocks[0].lstrip("#").strip()})]
     if suffix == ".txt" and len(blocks) >= 2 and all(len(b) >= 200 for b in blocks):
         report.warnings.append(f"{report.source}: no header line; read each of its {len(blocks)} paragraphs "
