@@ -68,6 +68,42 @@ def embedder_for(settings: Settings) -> BaseEmbedding:
     return get_doc_embedder(settings.embed_model, settings.embed_batch_size)
 
 
+def onnx_file_for(settings: Settings) -> Path | None:
+    """The exported ONNX copy of the configured model (it may not exist yet); None for hub-only models."""
+    if not is_local(settings.embed_model):
+        return None
+    from rag.onnx_embed import onnx_path
+
+    return onnx_path(resolve_model_path(settings.embed_model), settings.cache_dir / "onnx")
+
+
+def ensure_onnx(settings: Settings) -> Path | None:
+    """Export the model to ONNX if the fast query path is enabled and the export is missing (needs torch)."""
+    target = onnx_file_for(settings)
+    if settings.query_embedder == "torch" or target is None or target.exists():
+        return target
+    from rag.onnx_embed import export_onnx
+
+    try:
+        return export_onnx(resolve_model_path(settings.embed_model), target)
+    except Exception:  # a model the exporter cannot handle keeps using the torch path
+        return None
+
+
+@lru_cache(maxsize=4)
+def _onnx_embedder(onnx_file: str, model_dir: str) -> BaseEmbedding:
+    from rag.onnx_embed import OnnxEmbedding
+
+    return OnnxEmbedding(Path(onnx_file), model_dir)
+
+
 def query_embedder_for(settings: Settings) -> BaseEmbedding:
-    """The embedder used for questions: the same vectors as the document embedder."""
+    """The embedder for questions and answer sentences: the ONNX copy when it exists (fast start), else torch."""
+    if settings.query_embedder != "torch":
+        target = onnx_file_for(settings)
+        if target is not None and target.exists():
+            return _onnx_embedder(str(target), resolve_model_path(settings.embed_model))
+        if settings.query_embedder == "onnx":
+            raise EmbeddingModelError(f"no ONNX export of '{settings.embed_model}' under {settings.cache_dir}/onnx: "
+                                      "run `papers ingest` (it exports the model) or set PAPERS_QUERY_EMBEDDER=torch")
     return embedder_for(settings)

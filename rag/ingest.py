@@ -160,6 +160,9 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
         report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress)
     if report.changed or not store.version:
         store.bump_version()
+    from rag.embed import ensure_onnx
+
+    ensure_onnx(settings)  # the fast query path; exported once, next to the store
     from rag.keyword import ensure_keyword_index
 
     ensure_keyword_index(settings, store, load=False)

