@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Ask questions about paper abstracts and get answers that cite the papers.")
 
 
@@ -255,7 +255,14 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
 
 
 def main() -> None:
-    app()
+    """Entry point: an unexpected failure is one line on stderr (PAPERS_DEBUG=1 shows the traceback)."""
+    try:
+        app()
+    except Exception as e:  # the last line of defence: users see a message, not a stack trace
+        if os.environ.get("PAPERS_DEBUG"):
+            raise
+        typer.echo(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -130,9 +130,15 @@ def ensure_keyword_index(settings: Settings, store: Store, load: bool = True) ->
         return None
     # Write to a temporary folder and rename, so a killed process never leaves a half-written index.
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    tmp.mkdir(parents=True)
-    index.bm25.save(str(tmp), show_progress=False)
-    (tmp / IDS_FILE).write_text(json.dumps({"chunk_ids": index.chunk_ids, "paper_ids": index.paper_ids}))
+    try:
+        tmp.mkdir(parents=True)
+        index.bm25.save(str(tmp), show_progress=False)
+        (tmp / IDS_FILE).write_text(json.dumps({"chunk_ids": index.chunk_ids, "paper_ids": index.paper_ids}))
+    except OSError as e:  # an unwritable cache folder costs a rebuild per process, not the answer
+        logging.getLogger(__name__).warning("cannot save the BM25 index under %s (%s); using it unsaved",
+                                            path.parent, e)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return index
     try:
         tmp.rename(path)
     except OSError:  # another process finished first: use theirs

@@ -77,14 +77,20 @@ def make_llm(settings: Settings, max_tokens: int | None = None) -> OpenAILike:
 
 def explain(error: BaseException, settings: Settings) -> str:
     """One line saying why the LLM was not used, without secrets or stack traces."""
+    import httpx
     import openai
 
     where = settings.openai_base_url or "api.openai.com"
     if isinstance(error, LLMUnavailable):
         return error.reason
-    if isinstance(error, openai.APITimeoutError):
+    # While a streamed reply is read, the openai client lets httpx errors through unwrapped.
+    if isinstance(error, (openai.APITimeoutError, httpx.TimeoutException)):
         return f"the LLM at {where} did not answer within {settings.llm_timeout_s:g} s"
-    if isinstance(error, openai.APIConnectionError):
+    cut_off = (httpx.RemoteProtocolError, httpx.ReadError)
+    if isinstance(error, cut_off) or (isinstance(error, openai.APIConnectionError)
+                                      and isinstance(error.__cause__, cut_off)):
+        return f"the LLM at {where} dropped the connection mid-reply"
+    if isinstance(error, (openai.APIConnectionError, httpx.TransportError)):
         return f"the LLM at {where} is unreachable"
     if isinstance(error, openai.RateLimitError):
         after = error.response.headers.get("retry-after") if error.response is not None else None

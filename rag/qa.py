@@ -19,6 +19,9 @@ from rag.store import CatalogEntry
 from rag.text import split_sentences, stems
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+
+
 class QuestionError(ValueError):
     """A question that cannot be asked (empty, too long); the message says why."""
 
@@ -27,7 +30,8 @@ def clean_question(question: str, max_chars: int) -> str:
     """Normalise a question; refuse empty or oversized ones with a message naming the problem."""
     if question is None:
         raise QuestionError("empty question: type a question about the papers")
-    text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in str(question))
+    text = _ANSI_RE.sub(" ", str(question))  # terminal colour codes pasted along with a question
+    text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in text)
     text = re.sub(r"\s+", " ", text).strip()
     if not text:
         raise QuestionError("empty question: type a question about the papers")

@@ -147,6 +147,10 @@ class Store:
         if settings.chroma_dir.exists():
             aside = settings.chroma_dir.with_name(f"chroma.old-{time.strftime('%Y%m%d-%H%M%S')}")
             shutil.move(str(settings.chroma_dir), str(aside))
+            # chromadb keeps one client per path in the process; forget the one bound to the moved store
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
             return str(aside)
         return None
 

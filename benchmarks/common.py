@@ -1,0 +1,131 @@
+"""Shared pieces of the benchmark scripts: settings in a scratch folder, chunk texts, a vector cache, stats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("PAPERS_ENV_FILE", os.devnull)
+
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
+
+from rag.settings import Settings, load_settings  # noqa: E402
+
+CACHE = ROOT / "benchmarks" / "results" / "vectors"
+
+
+def bench_settings(data_dir: Path, **overrides: object) -> Settings:
+    return load_settings(data_dir=data_dir, **overrides)
+
+
+def chunk_texts(records: list[dict], settings: Settings) -> list[str]:
+    """Exactly the texts ingest embeds for these records (label-prefixed whole-sentence chunks)."""
+    from rag.chunking import WholeSentenceChunker
+    from rag.corpus import Paper
+    from rag.ingest import make_document
+    from rag.labels import extract_label
+    from rag.text import clean_markup, stable_id
+    from llama_index.core.schema import MetadataMode
+
+    chunker = WholeSentenceChunker(chunk_tokens=settings.chunk_tokens, include_prev_next_rel=False)
+    docs = []
+    for i, r in enumerate(records, 1):
+        text = clean_markup(r["abstract"])
+        paper = Paper(str(r.get("id") or stable_id(r["abstract"])), text, "bench.jsonl", i,
+                      extract_label(text, raw=r["abstract"]), stable_id(r["abstract"]))
+        docs.append(make_document(paper))
+    return [n.get_content(MetadataMode.EMBED) for n in chunker.get_nodes_from_documents(docs)]
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+class VectorCache:
+    """Vectors of texts, computed once with the real model and kept on disk for the next runs."""
+
+    def __init__(self, name: str) -> None:
+        self.dir = CACHE / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.index: dict[str, int] = {}
+        self.vectors = None
+        if (self.dir / "keys.json").exists():
+            import numpy as np
+
+            self.index = {k: i for i, k in enumerate(json.loads((self.dir / "keys.json").read_text()))}
+            self.vectors = np.load(self.dir / "vectors.npy", mmap_mode="r")
+
+    def missing(self, texts: list[str]) -> list[str]:
+        return list(dict.fromkeys(t for t in texts if _key(t) not in self.index))
+
+    def add(self, texts: list[str], vectors) -> None:  # noqa: ANN001 - numpy array
+        import numpy as np
+
+        keys = [k for k, _ in sorted(self.index.items(), key=lambda kv: kv[1])] + [_key(t) for t in texts]
+        old = np.asarray(self.vectors) if self.vectors is not None else np.zeros((0, vectors.shape[1]), np.float32)
+        merged = np.concatenate([old, np.asarray(vectors, dtype=np.float32)])
+        np.save(self.dir / "vectors.npy", merged)
+        (self.dir / "keys.json").write_text(json.dumps(keys))
+        self.index = {k: i for i, k in enumerate(keys)}
+        self.vectors = np.load(self.dir / "vectors.npy", mmap_mode="r")
+
+    def get(self, text: str) -> list[float]:
+        return [float(x) for x in self.vectors[self.index[_key(text)]]]
+
+
+class CachedEmbedding(BaseEmbedding):
+    """Ingest's embedder replaced by cache lookups: everything but the model's arithmetic is measured."""
+
+    _cache: VectorCache = PrivateAttr()
+
+    def __init__(self, cache: VectorCache) -> None:
+        super().__init__(model_name="cached", embed_batch_size=1024)
+        self._cache = cache
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._cache.get(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._cache.get(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._cache.get(text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [self._cache.get(t) for t in texts]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1)))))]
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dir_size_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 2**20
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    """A plain text table (also valid Markdown)."""
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    line = "| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |"
+    sep = "|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|"
+    body = ["| " + " | ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns) + " |" for r in rows]
+    return "\n".join([line, sep, *body])

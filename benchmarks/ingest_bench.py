@@ -1,0 +1,84 @@
+"""Ingest throughput next to its floor: raw SentenceTransformer.encode of the same texts, in the same run.
+
+    python benchmarks/ingest_bench.py [--papers 300] [--rounds 2]
+
+Target: ingest >= 0.9x raw encode throughput; re-ingest of the unchanged 38-paper corpus < 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from common import ROOT, bench_settings, chunk_texts, table
+from synth import generate
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--papers", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+
+    from rag.embed import embedder_for
+    from rag.ingest import ingest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "synth.jsonl"
+        records = generate(args.papers, seed=11)
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in records))
+        settings = bench_settings(Path(tmp) / "warm")
+        texts = chunk_texts(records, settings)
+        embedder = embedder_for(settings)
+        model = embedder._model  # the SentenceTransformer inside llama-index's HuggingFaceEmbedding
+        model.encode(texts[:64], batch_size=settings.embed_batch_size)  # warm up
+
+        raw_rates, ingest_rates, paper_rates = [], [], []
+        for r in range(args.rounds):
+            t = time.perf_counter()
+            model.encode(texts, batch_size=settings.embed_batch_size, normalize_embeddings=True)
+            raw_rates.append(len(texts) / (time.perf_counter() - t))
+            s = bench_settings(Path(tmp) / f"round{r}")
+            t = time.perf_counter()
+            report = ingest(s, [corpus], embedder=embedder, progress=False)
+            dt = time.perf_counter() - t
+            assert report.chunks_embedded == len(texts), (report.chunks_embedded, len(texts))
+            ingest_rates.append(report.chunks_embedded / dt)
+            paper_rates.append(report.total_papers / dt)
+        raw, ing = statistics.median(raw_rates), statistics.median(ingest_rates)
+
+        # Re-ingest of the real corpus when nothing changed: in-process and as a user runs it.
+        s38 = bench_settings(Path(tmp) / "corpus38", corpus_paths=[ROOT / "corpus"])
+        ingest(s38, embedder=embedder, progress=False)
+        t = time.perf_counter()
+        again = ingest(s38, progress=False)
+        in_process = time.perf_counter() - t
+        assert again.unchanged == 38 and not again.changed
+        env = {"PAPERS_DATA_DIR": str(s38.data_dir), "PAPERS_ENV_FILE": "/dev/null", "PATH": "/usr/bin:/bin",
+               "HF_HUB_OFFLINE": "1"}
+        t = time.perf_counter()
+        subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest"], check=True, capture_output=True, env=env,
+                       cwd=ROOT)
+        cli = time.perf_counter() - t
+
+    print(f"{len(records)} synthetic papers, {len(texts)} chunks, batch {settings.embed_batch_size}, "
+          f"{args.rounds} rounds side by side (medians)")
+    print(table([
+        {"measure": "raw SentenceTransformer.encode (floor)", "chunks/s": f"{raw:.1f}", "papers/s": "",
+         "ratio": "1.00"},
+        {"measure": "papers ingest (chunk, embed, write, BM25)", "chunks/s": f"{ing:.1f}",
+         "papers/s": f"{statistics.median(paper_rates):.1f}", "ratio": f"{ing / raw:.2f}"},
+    ], ["measure", "chunks/s", "papers/s", "ratio"]))
+    print(table([
+        {"re-ingest, 38 papers unchanged": "in-process", "seconds": f"{in_process:.2f}"},
+        {"re-ingest, 38 papers unchanged": "`papers ingest` wall (incl. start-up)", "seconds": f"{cli:.2f}"},
+    ], ["re-ingest, 38 papers unchanged", "seconds"]))
+
+
+if __name__ == "__main__":
+    main()
