@@ -4,12 +4,13 @@ Each answer sentence is checked against the sources given for this question. Rul
 1. A citation [n] must name a source given for this question; any other number is removed and reported
    (a model that cites [7] when it saw five sources is citing nothing).
 2. A sentence that states something must cite; an uncited claim cannot be traced (abstentions are exempt).
-3. Every number in the sentence must appear in a cited source: invented figures are the most common and the
-   most damaging LLM error on papers ("a 3.4x speedup").
-4. Every method, benchmark or model name in the sentence must appear in a cited source (or be its label):
-   this catches a claim attributed to the wrong paper ("RecMem [2]" when [2] is ReLoop).
-5. The sentence must be close in meaning to some sentence of a cited source (cosine of the same embedding
-   model >= SEMANTIC_MIN); verbatim quotes pass at once. This catches fluent text the sources never said.
+3. Every number in the sentence must appear in one cited source: invented figures are the most common and
+   the most damaging LLM error on papers ("a 3.4x speedup"), and a figure from one paper must not support a
+   claim about another ("RecMem reaches a 54.7% win rate" citing RecMem and Recon).
+4. Every method, benchmark or model name in the sentence must appear in that source (or be its label), and a
+   sentence naming another retrieved paper must cite it: claims attributed to the wrong paper are caught.
+5. The sentence must be close in meaning to some sentence of a cited source (cosine >= SEMANTIC_MIN, on the
+   bare sentences); verbatim quotes pass at once. This catches fluent text the sources never said.
 A sentence failing any rule is marked (or dropped, by setting); an answer left with no supported sentence
 becomes the abstention. No second LLM call: the check is deterministic and takes milliseconds.
 """
@@ -28,16 +29,16 @@ from rag.text import numbers, split_sentences
 SEMANTIC_MIN = 0.55
 UNSUPPORTED_MARK = "⚠"
 _CITE_RE = re.compile(r"\[(\s*\d+(?:\s*[,;]\s*\d+)*\s*)\]")
+_LEADING_CITES_RE = re.compile(r"^((?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+)(.*)$", re.S)
 
 
 @dataclass
 class SourceText:
-    """A numbered source as given to the answerer: its label and sentences (with vectors when known)."""
+    """A numbered source as given to the answerer: its label and its sentences."""
 
     n: int
     label: str
     sentences: list[str]
-    vectors: list[list[float]] | None = None
 
     @property
     def text(self) -> str:
@@ -89,16 +90,77 @@ def _split_answer(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for i, line in enumerate(text.splitlines()):
         line = line.strip().lstrip("-*• ").strip()
-        if line:
-            out += [(i, s) for s in split_sentences(line)]
+        for s in split_sentences(line) if line else []:
+            lead = _LEADING_CITES_RE.match(s)
+            if lead and out and out[-1][0] == i:
+                # "... steps. [1] It folds ...": the marker closes the sentence before, not this one
+                out[-1] = (i, f"{out[-1][1]} {lead.group(1).strip()}")
+                s = lead.group(2).strip()
+            if s:
+                out.append((i, s))
     return out
+
+
+def names_paper(text: str, label: str) -> bool:
+    """Does a text name a paper by its label or a coined word of it? Coined names match with their case
+    ("CORE" names a paper, "the core idea" does not)."""
+    from rag.extractive import label_keys
+
+    for key in label_keys(label):
+        flags = 0 if is_coined(key) else re.IGNORECASE
+        if re.search(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", text, flags):
+            return True
+    return False
+
+
+_NUMBER_TOKEN_RE = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
+CONTEXT_WORDS = 4
+_VAGUE = {"answer", "about", "approximately", "around", "roughly", "nearly", "almost", "total", "value",
+          "result", "number", "figure", "reach", "reaches", "up"}
+
+
+def number_contexts(text: str) -> dict[str, set[str]]:
+    """For each number in a text, the stems of the content words within CONTEXT_WORDS of it."""
+    from rag.text import STOPWORDS, stem
+
+    words = re.findall(r"[-+]?\d[\d,.]*\d|\d|[A-Za-z][\w-]*", text)
+    out: dict[str, set[str]] = {}
+    for i, w in enumerate(words):
+        if not (w[0].isdigit() or w[0] in "+-"):  # a number, not a name with digits ("LlamaGuard-4")
+            continue
+        value = numbers(w)
+        near = words[max(0, i - CONTEXT_WORDS):i] + words[i + 1:i + 1 + CONTEXT_WORDS]
+        ctx = {stem(x.lower()) for x in near if x[0].isalpha() and x.lower() not in STOPWORDS | _VAGUE}
+        for v in value:
+            out.setdefault(v, set()).update(ctx)
+    return out
+
+
+def _facts_missing(clean: str, sources: list[SourceText]) -> str | None:
+    """Rules 3 and 4 against a group of sources: the numbers and names the sentence states that they lack."""
+    text = " ".join(src.text + " " + src.label for src in sources)
+    label_numbers = set().union(*(numbers(src.label) for src in sources))
+    missing_numbers = sorted(numbers(clean) - numbers(text) - label_numbers)
+    if missing_numbers:
+        return "number not in cited source: " + ", ".join(missing_numbers)
+    # The figure must be about the same thing as in the source: "27 vision datasets" when the source says
+    # "27 tabular datasets, five vision datasets" reuses a true number for a false claim.
+    source_ctx = number_contexts(text)
+    for value, ctx in number_contexts(clean).items():
+        if value in label_numbers or not ctx or value not in source_ctx:
+            continue
+        if not ctx & source_ctx[value]:
+            return f"number used about something else than in the cited source: {value}"
+    norm = _norm(text)
+    missing_names = [w for w in names_in(clean) if _norm(w) not in norm]
+    if missing_names:
+        return "name not in cited source: " + ", ".join(dict.fromkeys(missing_names))
+    return None
 
 
 def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "mark",
                  embed: Callable[[list[str]], list[list[float]]] | None = None) -> CheckResult:
     """Check every sentence of an answer against its numbered sources; mark or drop what fails."""
-    import numpy as np
-
     by_n = {s.n: s for s in sources}
     removed: list[int] = []
     checks: list[SentenceCheck] = []
@@ -126,48 +188,70 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
         if _only_labels(clean, valid, by_n):
             checks.append(SentenceCheck(shown, valid, True, "names its cited sources"))
             continue
-        cited_text = " ".join(by_n[n].text + " " + by_n[n].label for n in valid)
-        missing_numbers = sorted(numbers(clean) - numbers(cited_text) - _label_numbers(valid, by_n))
-        if missing_numbers:
-            checks.append(SentenceCheck(shown, valid, False, "number not in cited source: " +
-                                        ", ".join(missing_numbers)))
+        cited = [by_n[n] for n in valid]
+        # Another retrieved paper named but not cited, and not mentioned by the cited ones: misattribution.
+        cited_text = " ".join(src.text for src in cited)
+        foreign = [src.label for src in sources if src.n not in valid and names_paper(clean, src.label)
+                   and not names_paper(cited_text, src.label)]
+        if foreign:
+            checks.append(SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)))
             continue
-        cited_norm = _norm(cited_text)
-        missing_names = [w for w in names_in(clean) if _norm(w) not in cited_norm]
-        if missing_names:
-            checks.append(SentenceCheck(shown, valid, False, "name not in cited source: " +
-                                        ", ".join(dict.fromkeys(missing_names))))
+        # One cited source must hold all the sentence's numbers and names, unless the sentence names several
+        # of its cited papers: otherwise a number from one paper could support a claim about another.
+        several = sum(names_paper(clean, src.label) for src in cited) >= 2
+        groups = [cited] if several or len(cited) == 1 else [[src] for src in cited]
+        reasons = [_facts_missing(clean, g) for g in groups]
+        if all(reasons):
+            checks.append(SentenceCheck(shown, valid, False, next(r for r in reasons if r)))
             continue
+        supporting = [n for n, r in zip(valid if len(groups) > 1 else [valid[0]], reasons) if r is None]
         quote = _verbatim(clean, valid, by_n)
         if quote is not None:
             checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
             continue
         checks.append(SentenceCheck(shown, valid, False, "pending"))
-        pending_semantic.append((len(checks) - 1, clean, valid))
+        pending_semantic.append((len(checks) - 1, clean, valid if len(groups) == 1 else supporting))
 
     if pending_semantic:
         if embed is None:
             for i, _, _ in pending_semantic:
                 checks[i].reason = "not verifiable (no embedding model)"
         else:
-            texts = [f"{by_n[valid[0]].label}: {clean}" for _, clean, valid in pending_semantic]
-            vectors = np.asarray(embed(texts), dtype=np.float32)
-            for (i, _clean, valid), vec in zip(pending_semantic, vectors):
-                best, best_n, best_sentence = -1.0, None, ""
-                for n in valid:
-                    src = by_n[n]
-                    if not src.vectors:
-                        continue
-                    sims = np.asarray(src.vectors, dtype=np.float32) @ vec
-                    j = int(np.argmax(sims))
-                    if sims[j] > best:
-                        best, best_n, best_sentence = float(sims[j]), n, src.sentences[j]
-                ok = best >= SEMANTIC_MIN
-                checks[i].supported = ok
-                checks[i].reason = "semantic match" if ok else f"not close to any cited sentence ({best:.2f})"
-                checks[i].evidence, checks[i].evidence_n, checks[i].similarity = best_sentence, best_n, max(best, 0)
-
+            _semantic(checks, pending_semantic, by_n, embed)
     return _assemble(checks, [line for line, _ in pieces], removed, unsupported)
+
+
+def _semantic(checks: list[SentenceCheck], pending: list[tuple[int, str, list[int]]],
+              by_n: dict[int, SourceText], embed: Callable[[list[str]], list[list[float]]]) -> None:
+    """Rule 5 on bare sentences: the answer sentence against each sentence of the sources it relies on.
+
+    Both sides are embedded without the paper's label: with "label: ..." on both, any sentence about a paper
+    scores above SEMANTIC_MIN against that paper's abstract (seen on the hand-labelled judge set).
+    """
+    import numpy as np
+
+    needed = list(dict.fromkeys(n for _, _, ns in pending for n in ns))
+    source_texts = [s for n in needed for s in by_n[n].sentences]
+    vectors = np.asarray(embed([clean for _, clean, _ in pending] + source_texts), dtype=np.float32)
+    answer_vecs, source_vecs = vectors[:len(pending)], vectors[len(pending):]
+    offsets, pos = {}, 0
+    for n in needed:
+        offsets[n] = (pos, pos + len(by_n[n].sentences))
+        pos += len(by_n[n].sentences)
+    for (i, _clean, ns), vec in zip(pending, answer_vecs):
+        best, best_n, best_sentence = -1.0, None, ""
+        for n in ns:
+            a, b = offsets[n]
+            if a == b:
+                continue
+            sims = source_vecs[a:b] @ vec
+            j = int(np.argmax(sims))
+            if sims[j] > best:
+                best, best_n, best_sentence = float(sims[j]), n, by_n[n].sentences[j]
+        ok = best >= SEMANTIC_MIN
+        checks[i].supported = ok
+        checks[i].reason = "semantic match" if ok else f"not close to any cited sentence ({best:.2f})"
+        checks[i].evidence, checks[i].evidence_n, checks[i].similarity = best_sentence, best_n, max(best, 0.0)
 
 
 _LIST_WORDS = {"matching", "papers", "paper", "see", "and", "or", "also", "relevant", "sources", "source", "the",
@@ -186,10 +270,6 @@ def _only_labels(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> b
 def _keep_valid(m: re.Match[str], by_n: dict[int, SourceText]) -> str:
     kept = [x.strip() for x in re.split(r"[,;]", m.group(1)) if x.strip() and int(x) in by_n]
     return f"[{', '.join(kept)}]" if kept else ""
-
-
-def _label_numbers(valid: list[int], by_n: dict[int, SourceText]) -> set[str]:
-    return set().union(*(numbers(by_n[n].label) for n in valid)) if valid else set()
 
 
 def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tuple[int, str] | None:

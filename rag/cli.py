@@ -254,6 +254,16 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
     launch(settings)
 
 
+def _register_eval() -> None:
+    """`papers eval` lives in eval/cli.py (its module imports only typer, so start-up stays fast)."""
+    from eval.cli import eval_command
+
+    app.command("eval", help="Score answers to the hand-written questions; compare runs; gate CI.")(eval_command)
+
+
+_register_eval()
+
+
 def main() -> None:
     """Entry point: an unexpected failure is one line on stderr (PAPERS_DEBUG=1 shows the traceback)."""
     try:

@@ -44,21 +44,8 @@ def clean_question(question: str, max_chars: int) -> str:
 
 
 def sources_for(papers: list[PaperHit]) -> list[SourceText]:
-    """Numbered sources ([1] = first retrieved paper): every sentence of the abstract, with its chunk's
-    vector when the paper's chunks are complete (needed for the semantic part of the citation check)."""
-    out = []
-    for n, p in enumerate(papers, 1):
-        if not p.complete:
-            out.append(SourceText(n, p.label, split_sentences(p.text), None))
-            continue
-        sentences: list[str] = []
-        vectors: list[list[float]] = []
-        for c in p.chunks:
-            for s in split_sentences(c.text):
-                sentences.append(s)
-                vectors.append(c.vector or [])
-        out.append(SourceText(n, p.label, sentences, vectors if all(vectors) else None))
-    return out
+    """Numbered sources ([1] = first retrieved paper) with every sentence of their abstracts."""
+    return [SourceText(n, p.label, split_sentences(p.text)) for n, p in enumerate(papers, 1)]
 
 
 @dataclass
@@ -189,10 +176,10 @@ class Assistant:
             citations.append(Citation(new, paper.paper_id, paper.label, paper.source, paper.position, quote,
                                       paper.reference))
         for c in checked.checks:
+            # Numbers follow the final text; a dropped sentence keeps only citations that are still in it.
             c.sentence = _apply_renumber(c.sentence, renumber)
-            c.citations = [renumber.get(n, n) for n in c.citations]
-            if c.evidence_n is not None:
-                c.evidence_n = renumber.get(c.evidence_n, c.evidence_n)
+            c.citations = [renumber[n] for n in c.citations if n in renumber]
+            c.evidence_n = renumber.get(c.evidence_n) if c.evidence_n is not None else None
         retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position) for p in retrieval.papers]
         return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
                       citations=citations if not checked.abstained else [], retrieved=retrieved,

@@ -136,6 +136,11 @@ class Retriever:
         self._refresh()
         self.embedder.get_query_embedding("warm up")
 
+    @property
+    def keyword_index(self) -> KeywordIndex | None:
+        self._refresh()
+        return self._bm25
+
     def idf(self, words: set[str]) -> dict[str, float]:
         return self._bm25.idf(words) if self._bm25 is not None else {w: 1.0 for w in words}
 

@@ -1,0 +1,149 @@
+"""`papers eval`: run the hand-written questions, score them, write a run folder, compare runs, gate CI.
+
+Only typer is imported at module level, so `papers --help` stays instant; the assistant, the judge and
+matplotlib are loaded inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+RUNS_DIR = Path("eval") / "runs"
+MODES = ("extractive", "llm", "auto")
+JUDGES = ("offline", "llm")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _say(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _run_folder(out: Path | None, mode: str) -> Path:
+    """The folder to write: --out, or eval/runs/<timestamp>-<mode>, never an existing run's."""
+    if out is not None:
+        return out
+    base = RUNS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{mode}"
+    folder, n = base, 1
+    while folder.exists():
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    return folder
+
+
+def eval_command(
+    questions: Optional[Path] = typer.Option(None, "--questions", help="Questions file, JSON Lines "
+                                             "(default: eval/questions.jsonl)."),
+    mode: str = typer.Option("auto", "--mode", help="extractive, llm or auto (the LLM when one is configured)."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers retrieved per question "
+                                    "(default PAPERS_TOP_K); retrieval scores are always @5."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run folder (default eval/runs/<timestamp>-<mode>)."),
+    judge: str = typer.Option("offline", "--judge", help="offline (deterministic, rag/cite.py rules) or llm "
+                              "(the configured endpoint extracts and verifies claims)."),
+    compare: Optional[tuple[Path, Path]] = typer.Option(None, "--compare", metavar="RUN_A RUN_B",
+                                                        help="Print the differences between two run folders "
+                                                        "and exit."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+    check_judge: bool = typer.Option(True, "--check-judge/--no-check-judge", help="Measure the judge's "
+                                     "agreement with eval/labels/judge_labels.jsonl in this run."),
+    min_hit1: Optional[float] = typer.Option(None, "--min-hit1", min=0, max=1, help="Gate: minimum hit@1."),
+    min_hit5: Optional[float] = typer.Option(None, "--min-hit5", min=0, max=1, help="Gate: minimum hit@5."),
+    min_mrr: Optional[float] = typer.Option(None, "--min-mrr", min=0, max=1, help="Gate: minimum MRR."),
+    min_ndcg5: Optional[float] = typer.Option(None, "--min-ndcg5", min=0, max=1, help="Gate: minimum nDCG@5."),
+    min_recall5: Optional[float] = typer.Option(None, "--min-recall5", min=0, max=1,
+                                                help="Gate: minimum recall@5."),
+    min_citation_recall: Optional[float] = typer.Option(None, "--min-citation-recall", min=0, max=1,
+                                                        help="Gate: minimum citation recall."),
+    min_citation_precision: Optional[float] = typer.Option(None, "--min-citation-precision", min=0, max=1,
+                                                           help="Gate: minimum citation precision."),
+    min_cites_gold: Optional[float] = typer.Option(None, "--min-cites-gold", min=0, max=1,
+                                                   help="Gate: minimum share of answers citing a gold paper."),
+    min_faithfulness: Optional[float] = typer.Option(None, "--min-faithfulness", min=0, max=1,
+                                                     help="Gate: minimum faithfulness."),
+    min_correctness: Optional[float] = typer.Option(None, "--min-correctness", min=0, max=1,
+                                                    help="Gate: minimum correctness (key facts found)."),
+    min_abstention: Optional[float] = typer.Option(None, "--min-abstention", min=0, max=1,
+                                                   help="Gate: minimum share of right answer/abstain decisions."),
+    min_abstain_unanswerable: Optional[float] = typer.Option(
+        None, "--min-abstain-unanswerable", min=0, max=1, help="Gate: minimum share of unanswerable questions "
+        "abstained on."),
+    min_judge_agreement: Optional[float] = typer.Option(None, "--min-judge-agreement", min=0, max=1,
+                                                        help="Gate: minimum judge agreement with the labels."),
+    max_p95_ms: Optional[float] = typer.Option(None, "--max-p95-ms", min=0, help="Gate: maximum p95 latency."),
+) -> None:
+    """Score answers to hand-written questions: retrieval, citations, faithfulness, correctness, abstention."""
+    started = time.perf_counter()
+    if compare:
+        from eval.report import compare as compare_runs
+
+        try:
+            typer.echo(compare_runs(*compare))
+        except (FileNotFoundError, ValueError, KeyError) as e:
+            _fail(str(e))
+        return
+    if mode not in MODES:
+        _fail(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if judge not in JUDGES:
+        _fail(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+
+    from eval.judge import make_judge
+    from eval.report import check_gates, console_table, summarise, write_run
+    from eval.run import (QUESTIONS_PATH, QuestionsError, judge_agreement, load_questions, missing_gold,
+                          open_assistant, run_info, run_questions)
+    from rag.llm import LLMConfigError
+    from rag.qa import QuestionError
+    from rag.settings import SettingsError, load_settings
+    from rag.store import StoreError
+
+    questions_path = questions or QUESTIONS_PATH
+    try:
+        settings = load_settings()
+        asked = load_questions(questions_path)[:limit]
+        assistant = open_assistant(settings, _say)
+        used_mode = assistant.resolve_mode(mode)
+        scorer = make_judge(judge, settings, assistant.retriever.embedder.get_text_embedding_batch,
+                            [e.label for e in assistant.papers()])
+    except (SettingsError, QuestionsError, QuestionError, LLMConfigError, ValueError) as e:
+        _fail(str(e))
+        return
+    except StoreError as e:
+        _fail(str(e), 1)
+        return
+    absent = missing_gold(assistant, asked)
+    if absent:
+        _say(f"warning: {len(absent)} gold paper id(s) are not in the index (e.g. {absent[0]}): retrieval and "
+             "citation scores will be low; were the questions written for another corpus?")
+
+    records = run_questions(assistant, asked, used_mode, k, scorer, progress=sys.stderr.isatty())
+    agreement = judge_agreement(scorer) if check_judge else None
+    info = run_info(settings, used_mode, k, scorer, questions_path, len(asked)) | {"gold_not_indexed": len(absent)}
+    summary = summarise(records, info, agreement, time.perf_counter() - started)
+    paths = write_run(_run_folder(out, used_mode), records, summary)
+
+    typer.echo(console_table(summary))
+    if agreement:
+        typer.echo(f"judge ({scorer.name}) agreement with hand labels: {agreement['agreement']:.3f} "
+                   f"({agreement['agreed']}/{agreement['total']})")
+    if summary["fallbacks"]:
+        typer.echo(f"{summary['fallbacks']} answer(s) fell back from the LLM to the extractive answerer")
+    typer.echo(f"report: {paths['report.md']}  plot: {paths['scores.png']}  ({summary['seconds']:.0f} s)")
+
+    failures = check_gates(summary, {
+        "hit@1": min_hit1, "hit@5": min_hit5, "mrr": min_mrr, "ndcg@5": min_ndcg5, "recall@5": min_recall5,
+        "citation_recall": min_citation_recall, "citation_precision": min_citation_precision,
+        "cites_gold": min_cites_gold, "faithfulness": min_faithfulness, "correctness": min_correctness,
+        "abstention": min_abstention, "abstain_on_unanswerable": min_abstain_unanswerable,
+        "judge_agreement": min_judge_agreement,
+    }, max_p95_ms)
+    for line in failures:
+        typer.echo(f"gate failed: {line}", err=True)
+    if failures:
+        raise typer.Exit(1)
