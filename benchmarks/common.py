@@ -115,6 +115,10 @@ def p50(values: list[float]) -> float:
 
 
 def peak_rss_mb() -> float:
+    """Peak resident memory of this process (VmHWM; ru_maxrss would carry a forking parent's peak over)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -163,9 +163,9 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
     from rag.embed import ensure_onnx
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
-    from rag.keyword import ensure_keyword_index
+    from rag.localindex import ensure_local_index
 
-    ensure_keyword_index(settings, store, load=False)
+    ensure_local_index(settings, store, load=False)
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report

@@ -1,9 +1,10 @@
 """Hybrid retrieval: dense (Chroma) and BM25 over the same chunks, fused by reciprocal rank, grouped per paper.
 
-Queries go to the Chroma collection and the bm25s index directly. Through llama-index's VectorIndexRetriever
-and BM25Retriever the same two lookups took 12.1 + 2.7 ms instead of 6.2 + 0.4 ms here, and importing
-llama-index adds ~2 s to every command's start; ingestion (IngestionPipeline, node parser, ChromaVectorStore)
-writes the chunks in llama-index's node format, which this module reads.
+Queries go to the Chroma collection and the local index (rag/localindex.py: bm25s, chunk texts, vectors and
+paper records) directly. Through llama-index's VectorIndexRetriever and BM25Retriever the same two lookups took
+12.1 + 2.7 ms instead of 6.2 + 0.4 ms here, and importing llama-index adds ~2 s to every command's start;
+ingestion (IngestionPipeline, node parser, ChromaVectorStore) writes the chunks in llama-index's node format.
+A question costs one embedding, one Chroma query and one BM25 query; the rest is in memory.
 
 Each retrieved paper keeps its abstract and its candidate chunks with their cosine similarity to the question,
 because the answerer picks sentences and decides whether to abstain from those numbers.
@@ -19,7 +20,7 @@ from rag.settings import Settings
 from rag.store import CatalogEntry, Store
 
 if TYPE_CHECKING:
-    from rag.keyword import KeywordIndex
+    from rag.localindex import LocalIndex
 
 Mode = Literal["hybrid", "dense", "bm25"]
 VERSION_CHECK_S = 2.0
@@ -33,7 +34,6 @@ class Chunk:
     text: str
     cosine: float
     rank_score: float = 0.0  # fused score when the chunk was among the retrieved candidates, else 0
-    vector: list[float] | None = None
 
     @property
     def index(self) -> int:
@@ -105,7 +105,7 @@ class Retriever:
         self.settings = settings
         self.store = store or Store.open(settings)
         self._embedder = embedder
-        self._bm25: KeywordIndex | None = None
+        self._local: LocalIndex | None = None
         self._bm25_version: str | None = None
         self._checked_at = 0.0
 
@@ -126,9 +126,9 @@ class Retriever:
         self._checked_at = now
         self.store.chunks = self.store.client.get_collection(self.store.chunks.name)
         if self._bm25_version != self.store.version:
-            from rag.keyword import ensure_keyword_index
+            from rag.localindex import ensure_local_index
 
-            self._bm25 = ensure_keyword_index(self.settings, self.store)
+            self._local = ensure_local_index(self.settings, self.store)
             self._bm25_version = self.store.version
 
     def warm_up(self) -> None:
@@ -137,12 +137,12 @@ class Retriever:
         self.embedder.get_query_embedding("warm up")
 
     @property
-    def keyword_index(self) -> KeywordIndex | None:
+    def local_index(self) -> LocalIndex | None:
         self._refresh()
-        return self._bm25
+        return self._local
 
     def idf(self, words: set[str]) -> dict[str, float]:
-        return self._bm25.idf(words) if self._bm25 is not None else {w: 1.0 for w in words}
+        return self._local.idf(words) if self._local is not None else {w: 1.0 for w in words}
 
     def retrieve(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
                  mode: Mode | None = None) -> Retrieval:
@@ -162,28 +162,25 @@ class Retriever:
         t = time.perf_counter()
         vector = self.embedder.get_query_embedding(question)
         timings["embed_ms"] = (time.perf_counter() - t) * 1000
-        ranked: list[list[str]] = []
-        chunk_paper: dict[str, str] = {}
-        cosine: dict[str, float] = {}
-        text_of: dict[str, str] = {}
+        local = self._local
+        if local is None:  # an empty index
+            return Retrieval(question, [], vector, timings, mode, {})
+        ranked: list[list[int]] = []
+        cosine: dict[int, float] = {}
         if mode in ("hybrid", "dense"):
             t = time.perf_counter()
             got = self.store.chunks.query(query_embeddings=[vector], n_results=n,
                                           where=_where_papers(paper_ids) if paper_ids else None,
-                                          include=["documents", "metadatas", "distances"])
-            ids = got["ids"][0]
-            for cid, doc, meta, dist in zip(ids, got["documents"][0], got["metadatas"][0], got["distances"][0]):
-                chunk_paper[cid] = str(meta.get("paper_id", ""))
-                cosine[cid] = 1.0 - float(dist)  # the collection uses the cosine space
-                text_of[cid] = doc or ""
-            ranked.append(list(ids))
+                                          include=["distances"])
+            rows = [local.row_of[cid] for cid in got["ids"][0] if cid in local.row_of]
+            for cid, dist in zip(got["ids"][0], got["distances"][0]):
+                if cid in local.row_of:
+                    cosine[local.row_of[cid]] = 1.0 - float(dist)  # the collection uses the cosine space
+            ranked.append(rows)
             timings["dense_ms"] = (time.perf_counter() - t) * 1000
-        if mode in ("hybrid", "bm25") and self._bm25 is not None:
+        if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            hits = self._bm25.search(question, n, paper_ids)
-            ranked.append([cid for cid, _, _ in hits])
-            for cid, pid, _ in hits:
-                chunk_paper.setdefault(cid, pid)
+            ranked.append([row for row, _ in local.search(question, n, paper_ids)])
             timings["bm25_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -191,25 +188,18 @@ class Retriever:
         # A paper scores as its best chunk: on the dev questions, adding a share of its other chunks lowered
         # hit@1 (0.947 -> 0.842 at a 0.3 share), since long abstracts then win by length.
         paper_scores: dict[str, float] = {}
-        for cid, score in fused.items():
-            pid = chunk_paper[cid]
+        for row, score in fused.items():
+            pid = local.paper_ids[row]
             paper_scores[pid] = max(paper_scores.get(pid, 0.0), score)
-        top = sorted(paper_scores, key=paper_scores.get, reverse=True)[:k]
+        top = [pid for pid in sorted(paper_scores, key=paper_scores.get, reverse=True) if pid in local.papers][:k]
         top_set = set(top)
-        # Candidates found only by BM25 need their text and cosine: one lookup by id for all of them.
-        missing = [cid for cid in fused if chunk_paper[cid] in top_set and cid not in cosine]
-        if missing:
-            got = self.store.chunks.get(ids=missing, include=["documents", "embeddings"])
-            q = np.asarray(vector, dtype=np.float32)
-            for cid, doc, emb in zip(got["ids"], got["documents"], got["embeddings"]):
-                cosine[cid] = float(np.asarray(emb, dtype=np.float32) @ q)
-                text_of[cid] = doc or ""
-        entries = self.store.get_papers(top)
-        hits_by_id = {pid: _hit(entries[pid], paper_scores[pid]) for pid in top if pid in entries}
-        for cid, score in fused.items():
-            hit = hits_by_id.get(chunk_paper[cid])
-            if hit is not None and cid in text_of:
-                hit.chunks.append(Chunk(cid, text_of[cid], cosine[cid], score))
+        q = np.asarray(vector, dtype=np.float32)
+        hits_by_id = {pid: _hit(local.papers[pid], paper_scores[pid]) for pid in top}
+        for row, score in fused.items():
+            pid = local.paper_ids[row]
+            if pid in top_set:
+                cos = cosine[row] if row in cosine else float(np.asarray(local.vectors[row]) @ q)
+                hits_by_id[pid].chunks.append(Chunk(local.chunk_ids[row], local.texts[row], cos, score))
         for hit in hits_by_id.values():
             hit.chunks.sort(key=lambda c: c.index)
         timings["fuse_ms"] = (time.perf_counter() - t) * 1000
@@ -217,29 +207,20 @@ class Retriever:
                          query_vector=vector, timings_ms=timings, mode=mode, idf=self.idf(stems(question)))
 
     def complete(self, retrieval: Retrieval) -> Retrieval:
-        """Give every retrieved paper all of its chunks, with vectors (for generation and the citation check)."""
+        """Give every retrieved paper all of its chunks, in order (for generation and the evidence panel)."""
         import numpy as np
 
-        todo = [p for p in retrieval.papers if not p.complete]
-        if not todo:
-            return retrieval
-        got = self.store.paper_chunks([p.paper_id for p in todo])
-        by_id = {p.paper_id: p for p in todo}
-        fused = {c.chunk_id: c.rank_score for p in todo for c in p.chunks}
-        for p in todo:
-            p.chunks = []
-            p.complete = True
+        local = self._local
         q = np.asarray(retrieval.query_vector or [], dtype=np.float32)
-        embs = got["embeddings"]
-        if embs is not None and len(embs):
-            matrix = np.asarray(embs, dtype=np.float32)
-            cosines = matrix @ q if q.size else np.zeros(len(matrix), dtype=np.float32)
-            for cid, doc, meta, cos, vec in zip(got["ids"], got["documents"], got["metadatas"], cosines, matrix):
-                hit = by_id.get(str(meta.get("paper_id")))
-                if hit is not None:
-                    hit.chunks.append(Chunk(cid, doc or "", float(cos), fused.get(cid, 0.0), vec.tolist()))
-        for p in todo:
-            p.chunks.sort(key=lambda c: c.index)
+        for p in retrieval.papers:
+            if p.complete or local is None:
+                continue
+            fused = {c.chunk_id: c.rank_score for c in p.chunks}
+            rows = local.rows_of_paper.get(p.paper_id, [])
+            cosines = (np.asarray(local.vectors[rows]) @ q) if rows and q.size else [0.0] * len(rows)
+            p.chunks = sorted((Chunk(local.chunk_ids[r], local.texts[r], float(c), fused.get(local.chunk_ids[r], 0.0))
+                               for r, c in zip(rows, cosines)), key=lambda c: c.index)
+            p.complete = True
         return retrieval
 
 

@@ -222,14 +222,6 @@ class Store:
             embeddings=embeddings,
         )
 
-    def paper_chunks(self, paper_ids: list[str]) -> dict[str, Any]:
-        """All chunks of some papers with their vectors (for sentence-level scoring of the top papers)."""
-        if not paper_ids:
-            return {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
-        where: dict[str, Any] = ({"paper_id": paper_ids[0]} if len(paper_ids) == 1
-                                 else {"paper_id": {"$in": list(paper_ids)}})
-        return self.chunks.get(where=where, include=["documents", "metadatas", "embeddings"])
-
     def get_papers(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
         if not paper_ids:
             return {}

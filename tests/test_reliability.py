@@ -97,14 +97,14 @@ def test_store_built_with_another_model_is_refused(tmp_path: Path, tiny_corpus: 
         Store.open(s, dim=384)
 
 
-def test_missing_bm25_cache_is_rebuilt_and_unwritable_cache_is_survived(tmp_path: Path, tiny_corpus: Path,
+def test_missing_local_index_is_rebuilt_and_unwritable_folder_is_survived(tmp_path: Path, tiny_corpus: Path,
                                                                        embedder) -> None:  # noqa: ANN001
     s = make_settings(tmp_path / "data")
     ingest(s, [tiny_corpus], embedder=embedder, progress=False)
     import shutil
 
-    shutil.rmtree(s.data_dir / "bm25")
-    (s.data_dir / "bm25").write_text("a file where a folder should be")
+    shutil.rmtree(s.data_dir / "index")
+    (s.data_dir / "index").write_text("a file where a folder should be")
     a = Assistant(s).ask("Which benchmark has 1,200 chemistry questions?")
     assert a.citations[0].label == "BarBench"
 

@@ -1,0 +1,34 @@
+"""Every benchmark in one go. `--small` (what `make bench` runs) keeps to sizes that take a few minutes.
+
+    python benchmarks/run_all.py --small      # ingest, query (embedded and server), 1k-chunk scale, cold start
+    python benchmarks/run_all.py              # also 10k and 100k chunks (the first run embeds ~100k texts)
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run(script: str, *args: str) -> None:
+    print(f"\n## {script} {' '.join(args)}", flush=True)
+    subprocess.run([sys.executable, str(HERE / script), *args], check=True, cwd=HERE)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true")
+    args = ap.parse_args()
+    run("ingest_bench.py", "--papers", "200" if args.small else "500")
+    run("query_bench.py", "--rounds", "2" if args.small else "3")
+    run("scale.py", "--sizes", *(["1000"] if args.small else ["1000", "10000", "100000"]))
+    run("cold_start.py", "--runs", "3" if args.small else "5")
+    run("retrieval_modes.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""How ingest, queries, disk and memory grow from 1k to 100k chunks (synthetic abstracts, cached vectors).
+
+    python benchmarks/scale.py [--sizes 1000 10000 100000] [--queries 40]
+
+Embedding is the slow part (all-MiniLM-L6-v2 on 2 CPU cores), so each synthetic corpus's vectors are computed
+once with the real model and cached under benchmarks/results/vectors; the store and query measurements reuse
+them, and the embedding cost is reported separately (measured when the cache is filled, else estimated from a
+timed sample). Prints a table and writes benchmarks/results/scale.{json,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import (ROOT, CachedEmbedding, VectorCache, bench_settings, chunk_texts, dir_size_mb, p50, percentile,
+                    table)
+from synth import generate
+
+RESULTS = ROOT / "benchmarks" / "results"
+AVG_CHUNKS_PER_PAPER = 8.0  # measured on the synthetic generator; refined below
+
+
+def corpus_for(chunks: int, seed: int = 7) -> tuple[list[dict], list[str]]:
+    """Synthetic papers whose chunk count reaches `chunks` (the chunk count is what scales)."""
+    settings = bench_settings(Path(tempfile.gettempdir()) / "scale-count")
+    n = max(10, int(chunks / AVG_CHUNKS_PER_PAPER))
+    while True:
+        records = generate(n, seed=seed)
+        texts = chunk_texts(records, settings)
+        if len(texts) >= chunks:
+            return records, texts
+        n = int(n * chunks / max(1, len(texts))) + 5
+
+
+def fill_cache(cache: VectorCache, texts: list[str]) -> tuple[int, float]:
+    """Embed the texts the cache lacks with the real model; return (how many, seconds)."""
+    missing = cache.missing(texts)
+    if not missing:
+        return 0, 0.0
+    from rag.embed import embedder_for
+
+    model = embedder_for(bench_settings(Path(tempfile.gettempdir()) / "scale-embed"))._model
+    t = time.perf_counter()
+    for i in range(0, len(missing), 20_000):  # saved in slices, so an interrupted fill keeps its work
+        part = missing[i:i + 20_000]
+        cache.add(part, model.encode(part, batch_size=64, normalize_embeddings=True, show_progress_bar=False))
+        print(f"  embedded {min(i + 20_000, len(missing))}/{len(missing)}", file=sys.stderr, flush=True)
+    return len(missing), time.perf_counter() - t
+
+
+def encode_rate(texts: list[str], sample: int = 1000) -> float:
+    from rag.embed import embedder_for
+
+    model = embedder_for(bench_settings(Path(tempfile.gettempdir()) / "scale-embed"))._model
+    part = texts[:sample]
+    model.encode(part[:32])
+    t = time.perf_counter()
+    model.encode(part, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    return len(part) / (time.perf_counter() - t)
+
+
+QUERY_PROBE = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+from rag.settings import load_settings
+from rag.qa import Assistant
+s = load_settings(data_dir={data!r})
+t0 = time.perf_counter()
+a = Assistant(s)
+a.retriever.warm_up()
+load_s = time.perf_counter() - t0
+questions = json.loads({questions!r})
+floor, full = [], []
+for q in questions * 2:
+    r = a.retriever
+    t = time.perf_counter()
+    v = r.embedder.get_query_embedding(q)
+    r.store.chunks.query(query_embeddings=[v], n_results=s.candidates, include=["distances"])
+    r.local_index.search(q, s.candidates)
+    floor.append((time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    a.ask(q, mode="extractive")
+    full.append((time.perf_counter() - t) * 1000)
+print(json.dumps({{"load_s": load_s, "floor": floor, "full": full,
+                  "rss_mb": [int(l.split()[1]) / 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]}}))
+"""
+
+
+def query_probe(data_dir: Path, questions: list[str]) -> dict:
+    """Queries in a fresh process (so its memory is the query path's alone): floor and full, interleaved."""
+    code = QUERY_PROBE.format(root=str(ROOT), data=str(data_dir), questions=json.dumps(questions))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def questions_for(records: list[dict], n: int) -> list[str]:
+    """Questions that name a synthetic paper's method, as users ask them."""
+    from rag.labels import extract_label
+    from rag.text import clean_markup
+
+    step = max(1, len(records) // n)
+    labels = [extract_label(clean_markup(r["abstract"]), raw=r["abstract"]) for r in records[::step][:n]]
+    forms = ["What does {} improve?", "Which paper proposes {}?", "How much does {} gain on its benchmark?"]
+    return [forms[i % len(forms)].format(label) for i, label in enumerate(labels)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--keep", type=Path, help="keep the built stores under this folder")
+    ap.add_argument("--prepare-only", action="store_true", help="only fill the vector caches, measure nothing")
+    args = ap.parse_args()
+    from rag.ingest import ingest
+
+    rows = []
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="scale-"))
+    for size in args.sizes:
+        print(f"== {size} chunks", file=sys.stderr, flush=True)
+        records, texts = corpus_for(size)
+        cache = VectorCache(f"synth-7-{len(records)}")
+        embedded, embed_s = fill_cache(cache, texts)
+        if args.prepare_only:
+            print(f"  cache ready: {len(texts)} texts ({embedded} embedded in {embed_s:.0f} s)", file=sys.stderr)
+            continue
+        rate = embedded / embed_s if embedded else encode_rate(texts)
+        corpus = work / f"synth-{size}.jsonl"
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in records))
+        settings = bench_settings(work / f"data-{size}")
+        t = time.perf_counter()
+        report = ingest(settings, [corpus], embedder=CachedEmbedding(cache), progress=False)
+        ingest_s = time.perf_counter() - t
+        t = time.perf_counter()
+        again = ingest(settings, [corpus], progress=False)
+        reingest_s = time.perf_counter() - t
+        assert not again.changed and report.chunks_embedded == len(texts)
+        env = {"PAPERS_DATA_DIR": str(settings.data_dir), "PAPERS_ENV_FILE": "/dev/null", "PATH": "/usr/bin:/bin",
+               "HF_HUB_OFFLINE": "1", "HOME": str(Path.home())}
+        t = time.perf_counter()
+        subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest", str(corpus)], check=True, capture_output=True,
+                       env=env, cwd=ROOT)
+        reingest_cli_s = time.perf_counter() - t
+        probe = query_probe(settings.data_dir, questions_for(records, args.queries))
+        rows.append({
+            "chunks": report.chunks_embedded, "papers": report.total_papers,
+            "embed_s": round(len(texts) / rate, 1), "embed_rate": round(rate, 1),
+            "ingest_s": round(ingest_s, 1), "reingest_s": round(reingest_s, 2), "reingest_cli_s": round(reingest_cli_s, 2),
+            "query_p50_ms": round(p50(probe["full"]), 1), "query_p95_ms": round(percentile(probe["full"], 95), 1),
+            "floor_p50_ms": round(p50(probe["floor"]), 1),
+            "ratio": round(p50(probe["full"]) / p50(probe["floor"]), 2),
+            "load_s": round(probe["load_s"], 2), "disk_mb": round(dir_size_mb(settings.data_dir), 1),
+            "rss_mb": round(probe["rss_mb"], 0),
+        })
+        print(table(rows[-1:], list(rows[-1])), file=sys.stderr, flush=True)
+
+    if args.prepare_only:
+        return
+    cols = ["chunks", "papers", "embed_s", "ingest_s", "reingest_s", "reingest_cli_s", "query_p50_ms",
+            "query_p95_ms", "floor_p50_ms", "ratio", "load_s", "disk_mb", "rss_mb"]
+    print(table(rows, cols))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scale.json").write_text(json.dumps(rows, indent=1))
+    plot(rows, RESULTS / "scale.png")
+    print(f"wrote {RESULTS / 'scale.json'} and {RESULTS / 'scale.png'}")
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["chunks"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    axes[0].plot(x, [r["ingest_s"] for r in rows], "o-", label="ingest (cached vectors)")
+    axes[0].plot(x, [r["embed_s"] for r in rows], "s--", label="embedding alone")
+    axes[0].set_ylabel("seconds")
+    axes[1].plot(x, [r["query_p50_ms"] for r in rows], "o-", label="query p50")
+    axes[1].plot(x, [r["floor_p50_ms"] for r in rows], "s--", label="floor p50")
+    axes[1].set_ylabel("ms")
+    axes[2].plot(x, [r["disk_mb"] for r in rows], "o-", label="disk MB")
+    axes[2].plot(x, [r["rss_mb"] for r in rows], "s--", label="query process RSS MB")
+    for ax, title in zip(axes, ["Ingest", "Query", "Disk and memory"]):
+        ax.set_xscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
