@@ -133,3 +133,41 @@ def table(rows: list[dict], columns: list[str]) -> str:
     sep = "|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|"
     body = ["| " + " | ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns) + " |" for r in rows]
     return "\n".join([line, sep, *body])
+
+
+QUERY_PROBE = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+from rag.settings import load_settings
+from rag.qa import Assistant
+s = load_settings()
+t0 = time.perf_counter()
+a = Assistant(s)
+a.retriever.warm_up()
+load_s = time.perf_counter() - t0
+questions = json.loads({questions!r})
+floor, full = [], []
+for _ in range({rounds}):
+    for q in questions:
+        r = a.retriever
+        t = time.perf_counter()
+        v = r.embedder.get_query_embedding(q)
+        r.store.chunks.query(query_embeddings=[v], n_results=s.candidates, include=["distances"])
+        r.local_index.search(q, s.candidates)
+        floor.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        a.ask(q, mode="extractive")
+        full.append((time.perf_counter() - t) * 1000)
+rss = [int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+print(json.dumps({{"load_s": load_s, "floor": floor, "full": full, "rss_mb": rss}}))
+"""
+
+
+def query_probe(env: dict[str, str], questions: list[str], rounds: int = 2) -> dict:
+    """Queries in a fresh process (its memory is the query path's alone): the floor (embed the question, one
+    Chroma query, one BM25 query) and the full extractive answer, interleaved so machine noise hits both."""
+    import subprocess
+
+    code = QUERY_PROBE.format(root=str(ROOT), questions=json.dumps(questions), rounds=rounds)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])

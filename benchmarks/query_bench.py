@@ -20,38 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from common import ROOT, bench_settings, p50, percentile, table
-
-PROBE = r"""
-import json, resource, sys, time
-sys.path.insert(0, {root!r})
-from rag.settings import load_settings
-from rag.qa import Assistant
-s = load_settings()
-a = Assistant(s)
-a.retriever.warm_up()
-questions = json.loads({questions!r})
-floor, full = [], []
-for _ in range({rounds}):
-    for q in questions:
-        r = a.retriever
-        t = time.perf_counter()
-        v = r.embedder.get_query_embedding(q)
-        r.store.chunks.query(query_embeddings=[v], n_results=s.candidates, include=["distances"])
-        r.local_index.search(q, s.candidates)
-        floor.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        a.ask(q, mode="extractive")
-        full.append((time.perf_counter() - t) * 1000)
-print(json.dumps({{"floor": floor, "full": full, "rss_mb": [int(l.split()[1]) / 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]}}))
-"""
-
-
-def probe(env: dict[str, str], questions: list[str], rounds: int) -> dict:
-    code = PROBE.format(root=str(ROOT), questions=json.dumps(questions), rounds=rounds)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
+from common import ROOT, bench_settings, p50, percentile, query_probe, table
 
 def dev_questions() -> list[str]:
     lines = (ROOT / "tests/data/dev_questions.jsonl").read_text().splitlines()
@@ -91,7 +60,7 @@ def main() -> None:
         local = bench_settings(Path(tmp) / "embedded", corpus_paths=[ROOT / "corpus"])
         ingest(local, progress=False)
         env = dict(os.environ, PAPERS_DATA_DIR=str(local.data_dir))
-        rows.append(row("embedded PersistentClient", probe(env, questions, args.rounds)))
+        rows.append(row("embedded PersistentClient", query_probe(env, questions, args.rounds)))
 
         import socket
 
@@ -105,7 +74,7 @@ def main() -> None:
             ingest(remote, progress=False)
             env = dict(os.environ, PAPERS_DATA_DIR=str(remote.data_dir), CHROMA_HOST="127.0.0.1",
                        CHROMA_PORT=str(port))
-            rows.append(row(f"chroma run server (127.0.0.1:{port})", probe(env, questions, args.rounds)))
+            rows.append(row(f"chroma run server (127.0.0.1:{port})", query_probe(env, questions, args.rounds)))
         finally:
             server.terminate()
             server.wait(timeout=20)

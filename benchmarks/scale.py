@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 from common import (ROOT, CachedEmbedding, VectorCache, bench_settings, chunk_texts, dir_size_mb, p50, percentile,
-                    table)
+                    query_probe, table)
 from synth import generate
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -63,40 +64,6 @@ def encode_rate(texts: list[str], sample: int = 1000) -> float:
     t = time.perf_counter()
     model.encode(part, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
     return len(part) / (time.perf_counter() - t)
-
-
-QUERY_PROBE = r"""
-import json, resource, sys, time
-sys.path.insert(0, {root!r})
-from rag.settings import load_settings
-from rag.qa import Assistant
-s = load_settings(data_dir={data!r})
-t0 = time.perf_counter()
-a = Assistant(s)
-a.retriever.warm_up()
-load_s = time.perf_counter() - t0
-questions = json.loads({questions!r})
-floor, full = [], []
-for q in questions * 2:
-    r = a.retriever
-    t = time.perf_counter()
-    v = r.embedder.get_query_embedding(q)
-    r.store.chunks.query(query_embeddings=[v], n_results=s.candidates, include=["distances"])
-    r.local_index.search(q, s.candidates)
-    floor.append((time.perf_counter() - t) * 1000)
-    t = time.perf_counter()
-    a.ask(q, mode="extractive")
-    full.append((time.perf_counter() - t) * 1000)
-print(json.dumps({{"load_s": load_s, "floor": floor, "full": full,
-                  "rss_mb": [int(l.split()[1]) / 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]}}))
-"""
-
-
-def query_probe(data_dir: Path, questions: list[str]) -> dict:
-    """Queries in a fresh process (so its memory is the query path's alone): floor and full, interleaved."""
-    code = QUERY_PROBE.format(root=str(ROOT), data=str(data_dir), questions=json.dumps(questions))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def questions_for(records: list[dict], n: int) -> list[str]:
@@ -147,7 +114,8 @@ def main() -> None:
         subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest", str(corpus)], check=True, capture_output=True,
                        env=env, cwd=ROOT)
         reingest_cli_s = time.perf_counter() - t
-        probe = query_probe(settings.data_dir, questions_for(records, args.queries))
+        env = dict(os.environ, PAPERS_DATA_DIR=str(settings.data_dir))
+        probe = query_probe(env, questions_for(records, args.queries))
         rows.append({
             "chunks": report.chunks_embedded, "papers": report.total_papers,
             "embed_s": round(len(texts) / rate, 1), "embed_rate": round(rate, 1),

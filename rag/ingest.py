@@ -193,9 +193,11 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
     from llama_index.core.ingestion import IngestionPipeline
     from tqdm.auto import tqdm
 
+    from rag.chunking import LongestFirst
+
     splitter = make_splitter(settings)
-    pipeline = IngestionPipeline(transformations=[splitter, embedder], vector_store=store.vector_store,
-                                 disable_cache=True)
+    pipeline = IngestionPipeline(transformations=[splitter, LongestFirst(), embedder],
+                                 vector_store=store.vector_store, disable_cache=True)
     show = sys.stderr.isatty() if progress is None else progress
     embedded = 0
     with tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr) as bar:

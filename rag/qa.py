@@ -93,18 +93,25 @@ class Assistant:
 
     # --- questions ----------------------------------------------------------------------------------
 
+    def _start(self, question: str, k: int | None, paper_ids: list[str] | None,
+               mode: str | None) -> tuple[str, bool, Retrieval, float, float]:
+        """Validate, pick the mode, retrieve; generation needs every chunk of the retrieved papers."""
+        t0 = time.perf_counter()
+        q = clean_question(question, self.settings.max_question_chars)
+        generate = self.resolve_mode(mode) == "llm"
+        retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
+        generate = generate and bool(retrieval.papers)
+        if generate:
+            self.retriever.complete(retrieval)
+        return q, generate, retrieval, t0, time.perf_counter()
+
     def ask(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
             mode: str | None = None) -> Answer:
         """Answer a question from the indexed abstracts, with checked citations (no streaming)."""
-        t0 = time.perf_counter()
-        q = clean_question(question, self.settings.max_question_chars)
-        use = self.resolve_mode(mode)
-        retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
-        t1 = time.perf_counter()
-        if use == "llm" and retrieval.papers:
+        q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode)
+        if generate:
             from rag.llm import LLMUnavailable, answer_messages, complete
 
-            self.retriever.complete(retrieval)
             try:
                 raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
                 answer = self._finish_llm(q, retrieval, raw)
@@ -117,15 +124,10 @@ class Assistant:
     def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
                mode: str | None = None) -> Iterator[StreamEvent]:
         """Answer as a stream of events; the citation check runs when the text is complete."""
-        t0 = time.perf_counter()
-        q = clean_question(question, self.settings.max_question_chars)
-        use = self.resolve_mode(mode)
-        retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
-        t1 = time.perf_counter()
-        if use == "llm" and retrieval.papers:
+        q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode)
+        if generate:
             from rag.llm import LLMUnavailable, answer_messages, stream_answer
 
-            self.retriever.complete(retrieval)
             parts: list[str] = []
             try:
                 for delta in stream_answer(self.settings, answer_messages(q, retrieval.papers, self.settings)):

@@ -76,6 +76,12 @@ def _highlight(text: str, quotes: list[str]) -> str:
     return " ".join(out)
 
 
+def _meta(paper_id: str, source: str, position: int, extra: str = "") -> str:
+    """The id · source#position line of a paper card (escaped: ids and paths come from user files)."""
+    tail = f" · {html.escape(extra)}" if extra else ""
+    return f"<div class='meta'>id {html.escape(paper_id)} · {html.escape(source)}#{position}{tail}</div>"
+
+
 def evidence_html(answer: Answer | None, backend: Backend) -> str:
     """Evidence panel: a card per cited paper with its abstract and the supporting sentences highlighted."""
     if answer is None:
@@ -96,8 +102,7 @@ def evidence_html(answer: Answer | None, backend: Backend) -> str:
         first = html.escape(supporting[0]) if supporting else ""
         parts.append(
             f"<details class='evidence-card' data-paper='{html.escape(c.paper_id)}' open>"
-            f"<summary>[{c.n}] {html.escape(c.label)}</summary>"
-            f"<div class='meta'>id {html.escape(c.paper_id)} · {html.escape(c.source)}#{c.position}</div>"
+            f"<summary>[{c.n}] {html.escape(c.label)}</summary>{_meta(c.paper_id, c.source, c.position)}"
             f"<div class='supporting'><mark>{first}</mark></div>"
             f"<details><summary>Whole abstract</summary><div class='abstract'>{abstract}</div></details>"
             f"</details>")
@@ -134,8 +139,7 @@ def lookup_html(hits: list[Any]) -> str:
     for i, h in enumerate(hits, 1):
         rows.append(
             f"<div class='evidence-card' data-paper='{html.escape(h.paper_id)}'>"
-            f"<b>{i}. {html.escape(h.label)}</b><div class='meta'>id {html.escape(h.paper_id)} · "
-            f"{html.escape(h.source)}#{h.position} · score {h.score:.3f}</div>"
+            f"<b>{i}. {html.escape(h.label)}</b>{_meta(h.paper_id, h.source, h.position, f'score {h.score:.3f}')}"
             f"<mark>{html.escape(h.sentence)}</mark>"
             f"<code class='lookup-ref' title='Reference line (select to copy)'>{html.escape(h.reference)}</code>"
             f"</div>")
@@ -213,8 +217,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             e = backend.assistant().retriever.store.get_papers([row[1]])[row[1]]
         except Exception as err:
             return f"<p>{html.escape(_friendly(err))}</p>"
-        return (f"<div class='evidence-card'><b>{html.escape(e.label)}</b><div class='meta'>id "
-                f"{html.escape(e.paper_id)} · {html.escape(e.source)}#{e.position}</div>"
+        return (f"<div class='evidence-card'><b>{html.escape(e.label)}</b>{_meta(e.paper_id, e.source, e.position)}"
                 f"<div class='abstract'>{html.escape(e.text)}</div></div>")
 
     # Documented API endpoints (gradio_client): the same fields as `papers ask --json`.
