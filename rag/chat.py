@@ -85,7 +85,7 @@ class Conversation:
         try:
             text = complete(self.assistant.settings, messages, max_tokens=80).splitlines()[0].strip().strip('"')
         except LLMUnavailable as e:
-            carried.notice = f"follow-up rewritten without the LLM: {e.reason}"
+            carried.notice = f"LLM not used: {e.reason}; follow-up rewritten and answered without it"
             return carried
         labels = [c.label for c in prev.answer.citations]
         # The rewrite must still be about the paper(s) of the conversation, and must be a question of sane size.
@@ -140,12 +140,15 @@ class Conversation:
         use_llm = self.assistant.resolve_mode(mode) == "llm"
         rw = self.rewrite(q, use_llm)
         scope = paper_ids or rw.scope
-        for event in self.assistant.stream(rw.question, k=k, paper_ids=scope, mode=mode):
+        # The LLM just failed on the rewrite: answer this turn without it rather than wait for it twice.
+        turn_mode = "extractive" if rw.notice else mode
+        for event in self.assistant.stream(rw.question, k=k, paper_ids=scope, mode=turn_mode):
             if event.kind == "final" and event.answer is not None:
                 event.answer.question = q
                 event.answer.rewritten = rw.question if rw.question != q else None
                 if rw.notice:
-                    event.answer.notice = "; ".join(x for x in (event.answer.notice, rw.notice) if x)
+                    event.answer.notice = " ".join(x.rstrip(".") + "." for x in (event.answer.notice, rw.notice)
+                                                   if x)
                 self.turns.append(Turn(q, rw.question, event.answer))
             yield event
 

@@ -94,12 +94,13 @@ def explain(error: BaseException, settings: Settings) -> str:
         return f"the LLM at {where} is unreachable"
     if isinstance(error, openai.RateLimitError):
         after = error.response.headers.get("retry-after") if error.response is not None else None
-        return f"the LLM at {where} is rate limited (HTTP 429{'; retry after ' + after + ' s' if after else ''})"
+        wait = "" if not after else f"; retry after {after} s" if after.strip().isdigit() else f"; retry after {after}"
+        return f"the LLM at {where} is rate limited (HTTP 429{wait})"
     if isinstance(error, openai.AuthenticationError):
         return f"the LLM at {where} refused the API key (HTTP 401): check OPENAI_API_KEY"
     if isinstance(error, openai.APIStatusError):
         return f"the LLM at {where} returned HTTP {error.status_code}"
-    if isinstance(error, (ValueError, TypeError, KeyError)):
+    if isinstance(error, (ValueError, TypeError, KeyError, IndexError, AttributeError)):
         return f"the LLM at {where} sent a reply that could not be read ({type(error).__name__})"
     return f"the LLM at {where} failed ({type(error).__name__})"
 

@@ -16,7 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Tests must not pick up a developer's .env or environment.
 for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "CHROMA_PORT"):
     os.environ.pop(_var, None)
-for _var in [v for v in os.environ if v.startswith("PAPERS_")]:
+for _var in [v for v in os.environ if v.startswith("PAPERS_") and v != "PAPERS_SOAK"]:
     os.environ.pop(_var)
 os.environ["PAPERS_ENV_FILE"] = os.devnull
 
