@@ -118,7 +118,7 @@ def source_texts(papers: list[PaperHit], budget_tokens: int) -> list[str]:
         scored = [(c.cosine, i, s) for i, c in enumerate(p.chunks) for s in split_sentences(c.text)]
         keep: set[int] = set()
         size = 0
-        for cos, i, s in sorted(scored, reverse=True):
+        for _cos, i, s in sorted(scored, reverse=True):
             if size + len(s) > per_paper and keep:
                 break
             keep.add(i)

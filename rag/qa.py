@@ -19,6 +19,7 @@ from rag.store import CatalogEntry
 from rag.text import split_sentences, stems
 
 
+SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 
 
@@ -80,6 +81,7 @@ class Assistant:
         check_llm_settings(settings)
         self.settings = settings
         self.retriever = retriever or Retriever(settings)
+        self._vectors: dict[str, list[float]] = {}
 
     def resolve_mode(self, mode: str | None) -> str:
         """'extractive' or 'llm' for this question; 'llm' only when an endpoint is configured."""
@@ -147,6 +149,15 @@ class Assistant:
             yield from _word_events(answer.answer)
         yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
 
+    def _embed_cached(self, texts: list[str]) -> list[list[float]]:
+        """Sentence vectors for the citation check; abstract sentences recur across answers, so they are kept."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if todo:
+            if len(self._vectors) > SENTENCE_CACHE:
+                self._vectors.clear()
+            self._vectors.update(zip(todo, self.retriever.embedder.get_text_embedding_batch(todo)))
+        return [self._vectors[t] for t in texts]
+
     def _timed(self, answer: Answer, retrieval: Retrieval, t0: float, t1: float) -> Answer:
         answer.timings_ms.update(retrieval.timings_ms)
         answer.timings_ms["answer_ms"] = (time.perf_counter() - t1) * 1000
@@ -166,8 +177,7 @@ class Assistant:
         """Check a generated answer's citations and number them in order of first use."""
         t = time.perf_counter()
         sources = sources_for(retrieval.papers)
-        embedder = self.retriever.embedder
-        checked = check_answer(raw, sources, self.settings.unsupported, embed=embedder.get_text_embedding_batch)
+        checked = check_answer(raw, sources, self.settings.unsupported, embed=self._embed_cached)
         check_ms = (time.perf_counter() - t) * 1000
         text, renumber = renumber_citations(checked.text)
         citations = []

@@ -7,7 +7,6 @@ Every field is described here; `.env.example` and the README list the same names
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -141,9 +140,3 @@ def load_settings(**overrides: object) -> Settings:
             shown = "***" if field in _SECRET_FIELDS else repr(err.get("input"))
             lines.append(f"{name}: {err['msg']} (got {shown})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """Process-wide settings (the CLI and UI build theirs once at start)."""
-    return load_settings()

@@ -19,7 +19,6 @@ import resource
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import Any
 
 import pytest
