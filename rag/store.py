@@ -182,13 +182,18 @@ class Store:
             self._vector_store = ChromaVectorStore(chroma_collection=self.chunks)
         return self._vector_store
 
-    def catalog(self) -> dict[str, CatalogEntry]:
-        """Every indexed paper, read in pages so a large index never needs one huge response."""
+    def catalog(self, with_text: bool = True) -> dict[str, CatalogEntry]:
+        """Every indexed paper, read in pages so a large index never needs one huge response.
+
+        Ingest diffs on metadata alone (`with_text=False`), which reads a fraction of the bytes.
+        """
         out: dict[str, CatalogEntry] = {}
         total = self.papers.count()
+        include = ["metadatas", "documents"] if with_text else ["metadatas"]
         for offset in range(0, total, GET_BATCH):
-            got = self.papers.get(include=["metadatas", "documents"], limit=GET_BATCH, offset=offset)
-            for pid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"]):
+            got = self.papers.get(include=include, limit=GET_BATCH, offset=offset)
+            docs = got["documents"] if with_text else [None] * len(got["ids"])
+            for pid, meta, doc in zip(got["ids"], got["metadatas"], docs):
                 out[pid] = _entry(pid, meta, doc)
         return out
 
