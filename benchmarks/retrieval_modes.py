@@ -32,7 +32,7 @@ def load_questions(paths: list[Path]) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chunk-tokens", type=int, nargs="+", default=[96])
+    ap.add_argument("--chunk-tokens", type=int, nargs="+", default=[32])
     ap.add_argument("--questions", type=Path, nargs="+",
                     default=[ROOT / "tests/data/dev_questions.jsonl"])
     ap.add_argument("--k", type=int, default=5)
