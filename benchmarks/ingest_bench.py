@@ -19,6 +19,25 @@ from pathlib import Path
 from common import ROOT, bench_settings, chunk_texts, table
 from synth import generate
 
+from rag.settings import Settings
+
+
+def chroma_write_ms(settings: Settings, scratch: Path) -> float:
+    """Milliseconds per chunk that Chroma itself takes to add the chunks ingest wrote (ids, vectors, text,
+    llama-index metadata), timed alone into a fresh collection: the part of ingest no code of ours can remove."""
+    import chromadb
+
+    from rag.store import Store
+
+    got = Store.open(settings).chunks.get(include=["embeddings", "documents", "metadatas"])
+    target = chromadb.PersistentClient(path=str(scratch)).create_collection(
+        "rewrite", configuration={"hnsw": {"space": "cosine"}})
+    t = time.perf_counter()
+    for i in range(0, len(got["ids"]), 5000):
+        target.add(ids=got["ids"][i:i + 5000], embeddings=got["embeddings"][i:i + 5000],
+                   documents=got["documents"][i:i + 5000], metadatas=got["metadatas"][i:i + 5000])
+    return (time.perf_counter() - t) * 1000 / len(got["ids"])
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,7 +59,7 @@ def main() -> None:
         model = embedder._model  # the SentenceTransformer inside llama-index's HuggingFaceEmbedding
         model.encode(texts[:64], batch_size=settings.embed_batch_size)  # warm up
 
-        raw_rates, ingest_rates, paper_rates = [], [], []
+        raw_rates, ingest_rates, paper_rates, write_ms = [], [], [], []
         for r in range(args.rounds):
             # The floor is the fastest plain encode of the same texts, whatever batch size gives it.
             best = 0.0
@@ -56,7 +75,11 @@ def main() -> None:
             assert report.chunks_embedded == len(texts), (report.chunks_embedded, len(texts))
             ingest_rates.append(report.chunks_embedded / dt)
             paper_rates.append(report.total_papers / dt)
+            write_ms.append(chroma_write_ms(s, Path(tmp) / f"rewrite{r}"))
         raw, ing = statistics.median(raw_rates), statistics.median(ingest_rates)
+        write = statistics.median(write_ms)
+        # The best ingest can do while Chroma stores what it stores: encode time plus Chroma's own write time.
+        ceiling = (1000 / raw) / (1000 / raw + write)
 
         # Re-ingest of the real corpus when nothing changed: in-process and as a user runs it.
         s38 = bench_settings(Path(tmp) / "corpus38", corpus_paths=[ROOT / "corpus"])
@@ -84,6 +107,8 @@ def main() -> None:
          "ratio": "1.00"},
         {"measure": "papers ingest (chunk, embed, write, BM25)", "chunks/s": f"{ing:.1f}",
          "papers/s": f"{statistics.median(paper_rates):.1f}", "ratio": f"{ing / raw:.2f}"},
+        {"measure": f"ceiling: floor + Chroma's own add of the same chunks ({write:.2f} ms/chunk)",
+         "chunks/s": f"{raw * ceiling:.1f}", "papers/s": "", "ratio": f"{ceiling:.2f}"},
     ], ["measure", "chunks/s", "papers/s", "ratio"]))
     print(table([
         {"re-ingest, 38 papers unchanged": "in-process", "seconds": f"{in_process:.2f}"},
