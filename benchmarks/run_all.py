@@ -1,6 +1,7 @@
 """Every benchmark in one go. `--small` (what `make bench` runs) keeps to sizes that take a few minutes.
 
-    python benchmarks/run_all.py --small      # ingest, query (embedded and server), 1k-chunk scale, cold start
+    python benchmarks/run_all.py --small      # ingest, query (embedded and server), 1k-chunk scale, cold start,
+                                              # retrieval modes, citation-check cost
     python benchmarks/run_all.py              # also 10k and 100k chunks (the first run embeds ~100k texts)
 """
 
@@ -28,6 +29,7 @@ def main() -> None:
     run("scale.py", "--sizes", *(["1000"] if args.small else ["1000", "10000", "100000"]))
     run("cold_start.py", "--runs", "3" if args.small else "5")
     run("retrieval_modes.py")
+    run("check_cost.py")
 
 
 if __name__ == "__main__":

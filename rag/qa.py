@@ -6,6 +6,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rag import prompts
@@ -17,7 +18,6 @@ from rag.schema import Answer, Citation, Retrieved
 from rag.settings import Settings
 from rag.store import CatalogEntry
 from rag.text import split_sentences, stems
-
 
 SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
@@ -82,6 +82,7 @@ class Assistant:
         self.settings = settings
         self.retriever = retriever or Retriever(settings)
         self._vectors: dict[str, list[float]] = {}
+        self._prefetcher: ThreadPoolExecutor | None = None
 
     def resolve_mode(self, mode: str | None) -> str:
         """'extractive' or 'llm' for this question; 'llm' only when an endpoint is configured."""
@@ -107,6 +108,18 @@ class Assistant:
             self.retriever.complete(retrieval)
         return q, generate, retrieval, t0, time.perf_counter()
 
+    def _prefetch(self, retrieval: Retrieval) -> Future[list[list[float]]]:
+        """Embed the sources' sentences for the citation check while the LLM is still generating.
+
+        The first check of a paper's answer embeds every sentence of its abstract (~0.4 s for three papers
+        here); done during generation, which takes seconds, the check at the end of the stream costs
+        milliseconds. onnxruntime and tokenizers release the GIL, so this runs beside the stream.
+        """
+        if self._prefetcher is None:
+            self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cite-prefetch")
+        sentences = [s for src in sources_for(retrieval.papers) for s in src.sentences]
+        return self._prefetcher.submit(self._embed_cached, sentences)
+
     def ask(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
             mode: str | None = None) -> Answer:
         """Answer a question from the indexed abstracts, with checked citations (no streaming)."""
@@ -114,9 +127,10 @@ class Assistant:
         if generate:
             from rag.llm import LLMUnavailable, answer_messages, complete
 
+            prefetch = self._prefetch(retrieval)
             try:
                 raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
-                answer = self._finish_llm(q, retrieval, raw)
+                answer = self._finish_llm(q, retrieval, raw, prefetch)
             except LLMUnavailable as e:
                 answer = self._fallback(q, retrieval, e.reason)
         else:
@@ -131,13 +145,14 @@ class Assistant:
             from rag.llm import LLMUnavailable, answer_messages, stream_answer
 
             parts: list[str] = []
+            prefetch = self._prefetch(retrieval)
             try:
                 for delta in stream_answer(self.settings, answer_messages(q, retrieval.papers, self.settings)):
                     if not parts:
                         first_token_ms = (time.perf_counter() - t0) * 1000
                     parts.append(delta)
                     yield StreamEvent("token", delta)
-                answer = self._finish_llm(q, retrieval, "".join(parts))
+                answer = self._finish_llm(q, retrieval, "".join(parts), prefetch)
                 answer.timings_ms["first_token_ms"] = first_token_ms
             except LLMUnavailable as e:
                 if parts:
@@ -150,13 +165,17 @@ class Assistant:
         yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
 
     def _embed_cached(self, texts: list[str]) -> list[list[float]]:
-        """Sentence vectors for the citation check; abstract sentences recur across answers, so they are kept."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if todo:
-            if len(self._vectors) > SENTENCE_CACHE:
-                self._vectors.clear()
-            self._vectors.update(zip(todo, self.retriever.embedder.get_text_embedding_batch(todo)))
-        return [self._vectors[t] for t in texts]
+        """Sentence vectors for the citation check; abstract sentences recur across answers, so they are kept.
+
+        Safe across threads (UI sessions, the prefetch): a full cache is replaced, never cleared in place.
+        """
+        cache = self._vectors
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        fresh = dict(zip(todo, self.retriever.embedder.get_text_embedding_batch(todo))) if todo else {}
+        if len(cache) > SENTENCE_CACHE:
+            self._vectors = {}
+        self._vectors.update(fresh)
+        return [fresh[t] if t in fresh else cache[t] for t in texts]
 
     def _timed(self, answer: Answer, retrieval: Retrieval, t0: float, t1: float) -> Answer:
         answer.timings_ms.update(retrieval.timings_ms)
@@ -173,9 +192,12 @@ class Assistant:
         answer.notice = f"LLM not used: {reason}; this is the extractive answer."
         return answer
 
-    def _finish_llm(self, question: str, retrieval: Retrieval, raw: str) -> Answer:
+    def _finish_llm(self, question: str, retrieval: Retrieval, raw: str,
+                    prefetch: Future[list[list[float]]] | None = None) -> Answer:
         """Check a generated answer's citations and number them in order of first use."""
         t = time.perf_counter()
+        if prefetch is not None:  # wait for the sources' vectors; if that failed, the check embeds them itself
+            prefetch.exception()
         sources = sources_for(retrieval.papers)
         checked = check_answer(raw, sources, self.settings.unsupported, embed=self._embed_cached)
         check_ms = (time.perf_counter() - t) * 1000

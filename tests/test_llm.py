@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from rag.chat import Conversation
 from rag.cite import UNSUPPORTED_MARK, SourceText, check_answer
 from rag.llm import LLMConfigError, is_local_url
-from rag.qa import Assistant
+from rag.qa import Assistant, sources_for
+from rag.retrieve import Retriever
 from rag.settings import load_settings
 
 from .conftest import DATA, LlamaServer, free_port, llm_settings
@@ -19,7 +20,7 @@ from .conftest import DATA, LlamaServer, free_port, llm_settings
 QUESTION = "What speedup does CoRF report?"
 
 
-def assert_answer_shape(a) -> None:  # noqa: ANN001
+def assert_answer_shape(a) -> None:
     retrieved = {r.paper_id for r in a.retrieved}
     assert isinstance(a.answer, str) and a.answer.strip()
     assert {c.paper_id for c in a.citations} <= retrieved
@@ -140,6 +141,39 @@ def test_follow_up_with_llm(corpus_settings, llama_server: LlamaServer) -> None:
     assert rw.how in ("llm", "carry-over") and "CoRF" in rw.question and rw.scope
     a = conv.ask("and how much memory does it save?")
     assert a.rewritten and "CoRF" in a.rewritten and a.mode == "llm"
+
+
+class EmbedSpy:
+    """Passes embedding calls to the real question embedder and records which texts were embedded."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, []
+
+    def get_query_embedding(self, query: str) -> list[float]:
+        return self.inner.get_query_embedding(query)
+
+    def get_text_embedding_batch(self, texts: list[str], **_: object) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return self.inner.get_text_embedding_batch(texts)
+
+
+def test_source_sentences_are_embedded_while_the_llm_generates(corpus_settings) -> None:
+    """The check after generation embeds only the answer's own sentences: the sources' were prefetched."""
+    from rag.embed import query_embedder_for
+
+    spy = EmbedSpy(query_embedder_for(corpus_settings))
+    assistant = Assistant(corpus_settings, Retriever(corpus_settings, embedder=spy))
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(QUESTION, k=3))
+    assistant._prefetch(retrieval).result()
+    sources = sources_for(retrieval.papers)
+    assert len(spy.calls) == 1 and set(spy.calls[0]) == {s for src in sources for s in src.sentences}
+
+    spy.calls.clear()
+    words = sources[0].sentences[0].rstrip(".").split()
+    paraphrase = "The authors write that " + " ".join(w for i, w in enumerate(words) if i % 4 != 2)
+    answer = assistant._finish_llm(QUESTION, retrieval, paraphrase + " [1].")
+    assert answer.checks[0].supported and answer.checks[0].reason == "semantic match"
+    assert spy.calls == [[paraphrase + "."]]
 
 
 def test_missing_key_for_remote_endpoint_is_a_config_error(corpus_settings) -> None:
