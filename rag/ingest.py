@@ -98,6 +98,7 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
     if rebuild:
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
+    previous_version = store.version
     catalog = store.catalog(with_text=False)
     chunking = chunking_key(settings)
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
@@ -134,7 +135,8 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
                       if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable]
 
     # Repair after an interrupted ingest: chunks whose paper has no catalog record, or records without chunks.
-    if store.chunks.count() != sum(e.n_chunks for e in catalog.values()):
+    repairing = store.chunks.count() != sum(e.n_chunks for e in catalog.values())
+    if repairing:
         stored = store.chunk_paper_ids()
         orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]
         store.delete_chunks_of(orphans)
@@ -165,9 +167,13 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
     from rag.embed import ensure_onnx
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
-    from rag.localindex import ensure_local_index
+    from rag.localindex import ensure_local_index, update_local_index
 
-    ensure_local_index(settings, store, load=False)
+    if report.changed and not repairing:  # only the touched papers' chunks are read back
+        update_local_index(settings, store, previous_version,
+                           set(report.added) | set(report.reembedded) | set(report.removed))
+    else:
+        ensure_local_index(settings, store, load=False)
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report

@@ -9,8 +9,9 @@ The snapshot exists for speed: with it, answering a question needs exactly one C
 Reading candidate texts, vectors and paper records from Chroma took two more round trips, as long as the
 query itself. Vectors are memory-mapped, so a large index costs address space, not resident memory.
 
-Everything is keyed by the store's version: any ingest that changes the store makes a new index, and a
-process loads the saved one instead of rebuilding it.
+Everything is keyed by the store's version: any ingest that changes the store makes a new index (derived from
+the previous one, reading back only the chunks of the papers it touched), and a process loads the saved one
+instead of rebuilding it.
 """
 
 from __future__ import annotations
@@ -103,32 +104,78 @@ class LocalIndex:
         return out
 
 
-def build_local_index(store: Store) -> LocalIndex | None:
-    """Read every chunk (text, vector) and paper record from the store; tokenise and index the chunks."""
-    import bm25s
+def _read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list[str], list[str], list[str],
+                                                                         list[str], Any]:
+    """Chunk ids, paper ids, texts, labels and vectors of every chunk, or of the chunks of some papers."""
     import numpy as np
 
     chunk_ids: list[str] = []
-    paper_ids: list[str] = []
+    owners: list[str] = []
     texts: list[str] = []
     labels: list[str] = []
     vectors: list[Any] = []
-    total = store.chunks.count()
-    for offset in range(0, total, GET_BATCH):
-        got = store.chunks.get(include=["documents", "metadatas", "embeddings"], limit=GET_BATCH, offset=offset)
+    include = ["documents", "metadatas", "embeddings"]
+    if paper_ids is None:
+        total = store.chunks.count()
+        pages = (store.chunks.get(include=include, limit=GET_BATCH, offset=o) for o in range(0, total, GET_BATCH))
+    else:
+        ids = list(paper_ids)
+        pages = (store.chunks.get(where={"paper_id": {"$in": ids[i:i + 500]}}, include=include)
+                 for i in range(0, len(ids), 500))
+    for got in pages:
         for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
             chunk_ids.append(cid)
-            paper_ids.append(str(meta.get("paper_id", "")))
+            owners.append(str(meta.get("paper_id", "")))
             texts.append(doc or "")
             labels.append(str(meta.get("label", "")))
-        vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
-    if not texts:
-        return None
+        if len(got["ids"]):
+            vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
+    return chunk_ids, owners, texts, labels, vectors
+
+
+def _index(chunk_ids: list[str], paper_ids: list[str], texts: list[str], labels: list[str], vectors: Any,
+           papers: dict[str, CatalogEntry]) -> LocalIndex:
+    """Tokenise and BM25-index the chunks (bm25s has no incremental add, so this always covers every row)."""
+    import bm25s
+
     tokens = bm25s.tokenize([embedded_text(lab, t) for lab, t in zip(labels, texts)], stopwords="en",
                             stemmer=_stemmer(), token_pattern=TOKEN_PATTERN, show_progress=False)
     bm25 = bm25s.BM25()
     bm25.index(tokens, show_progress=False)
-    return LocalIndex(bm25, chunk_ids, paper_ids, texts, np.concatenate(vectors), store.catalog())
+    return LocalIndex(bm25, chunk_ids, paper_ids, texts, vectors, papers)
+
+
+def build_local_index(store: Store) -> LocalIndex | None:
+    """Read every chunk (text, vector) and paper record from the store; tokenise and index the chunks."""
+    import numpy as np
+
+    chunk_ids, paper_ids, texts, labels, vectors = _read_chunks(store)
+    if not texts:
+        return None
+    return _index(chunk_ids, paper_ids, texts, labels, np.concatenate(vectors), store.catalog())
+
+
+def updated_local_index(previous: LocalIndex, store: Store, touched: set[str]) -> LocalIndex | None:
+    """The index after an ingest, from the one before it: rows of untouched papers are kept, and only the
+    chunks of touched papers (added, re-embedded or removed) are read from the store.
+
+    Reading every chunk back is most of a full build (1.6 of 3.3 s at 10k chunks here) and grows with the
+    store, while an ingest usually touches a few papers. Kept rows take their label from the catalog, which
+    ingest writes from the same paper as the chunks' metadata.
+    """
+    import numpy as np
+
+    papers = store.catalog()
+    keep = [i for i, pid in enumerate(previous.paper_ids) if pid not in touched and pid in papers]
+    chunk_ids, paper_ids, texts, labels, vectors = _read_chunks(store, sorted(touched))
+    chunk_ids = [previous.chunk_ids[i] for i in keep] + chunk_ids
+    paper_ids = [previous.paper_ids[i] for i in keep] + paper_ids
+    labels = [papers[previous.paper_ids[i]].label for i in keep] + labels
+    texts = [previous.texts[i] for i in keep] + texts
+    if not texts:
+        return None
+    all_vectors = np.concatenate([np.asarray(previous.vectors[keep], dtype=np.float32), *vectors])
+    return _index(chunk_ids, paper_ids, texts, labels, all_vectors, papers)
 
 
 def _save(index: LocalIndex, folder: Path) -> None:
@@ -165,8 +212,31 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
         except Exception:  # a damaged index is rebuilt, never trusted
             shutil.rmtree(path, ignore_errors=True)
     index = build_local_index(store)
-    if index is None:
-        return None
+    if index is not None:
+        _publish(settings, path, index)
+    return index
+
+
+def update_local_index(settings: Settings, store: Store, previous_version: str, touched: set[str]) -> None:
+    """After an ingest that changed the store: derive the new version's index from the previous version's
+    (see updated_local_index), or build it from scratch when there is none to start from."""
+    old = index_dir(settings, previous_version) if previous_version else None
+    previous = None
+    if old is not None and old.exists():
+        try:
+            previous = _load(old)
+        except Exception:  # a damaged index is rebuilt, never trusted
+            previous = None
+    if previous is None:
+        ensure_local_index(settings, store, load=False)
+        return
+    index = updated_local_index(previous, store, touched)
+    if index is not None:
+        _publish(settings, index_dir(settings, store.version), index)
+
+
+def _publish(settings: Settings, path: Path, index: LocalIndex) -> None:
+    """Save an index for its version and remove older ones."""
     # Write to a temporary folder and rename, so a killed process never leaves a half-written index.
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
     try:
@@ -176,7 +246,7 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
         logging.getLogger(__name__).warning("cannot save the local index under %s (%s); using it unsaved",
                                             path.parent, e)
         shutil.rmtree(tmp, ignore_errors=True)
-        return index
+        return
     try:
         tmp.rename(path)
     except OSError:  # another process finished first: use theirs
@@ -187,4 +257,3 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
     for stale in path.parent.glob(".tmp-*"):  # left by a killed process (an hour is far longer than a build)
         if time.time() - stale.stat().st_mtime > 3600:
             shutil.rmtree(stale, ignore_errors=True)
-    return index
