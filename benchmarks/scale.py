@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,10 +118,29 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the built stores under this folder")
     ap.add_argument("--prepare-only", action="store_true", help="only fill the vector caches, measure nothing")
     args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="scale-"))
+    try:
+        rows = measure(args, work)
+    finally:
+        if not args.keep:  # the stores take ~1 GB at 100k chunks
+            shutil.rmtree(work, ignore_errors=True)
+    if args.prepare_only:
+        return
+    cols = ["chunks", "papers", "embed_s", "ingest_s", "reingest_s", "reingest_cli_s", "query_p50_ms",
+            "query_p95_ms", "floor_p50_ms", "ratio", "add1_s", "index_rebuild_s", "load_s", "disk_mb", "rss_mb"]
+    print(table(rows, cols))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scale.json").write_text(json.dumps(rows, indent=1))
+    plot(rows, RESULTS / "scale.png")
+    print(f"wrote {RESULTS / 'scale.json'} and {RESULTS / 'scale.png'}")
+
+
+def measure(args: argparse.Namespace, work: Path) -> list[dict]:
+    """One row per size: build the store from cached vectors under `work`, then time re-ingest, queries and
+    adding a paper."""
     from rag.ingest import ingest
 
-    rows = []
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="scale-"))
+    rows: list[dict] = []
     for size in args.sizes:
         print(f"== {size} chunks", file=sys.stderr, flush=True)
         records, texts = corpus_for(size)
@@ -162,16 +182,7 @@ def main() -> None:
             "rss_mb": round(probe["rss_mb"], 0),
         })
         print(table(rows[-1:], list(rows[-1])), file=sys.stderr, flush=True)
-
-    if args.prepare_only:
-        return
-    cols = ["chunks", "papers", "embed_s", "ingest_s", "reingest_s", "reingest_cli_s", "query_p50_ms",
-            "query_p95_ms", "floor_p50_ms", "ratio", "add1_s", "index_rebuild_s", "load_s", "disk_mb", "rss_mb"]
-    print(table(rows, cols))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps(rows, indent=1))
-    plot(rows, RESULTS / "scale.png")
-    print(f"wrote {RESULTS / 'scale.json'} and {RESULTS / 'scale.png'}")
+    return rows
 
 
 def plot(rows: list[dict], path: Path) -> None:

@@ -171,7 +171,7 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
 
     if report.changed and not repairing:  # only the touched papers' chunks are read back
         update_local_index(settings, store, previous_version,
-                           set(report.added) | set(report.reembedded) | set(report.removed))
+                           set(report.added) | set(report.reembedded) | set(report.removed), set(report.relocated))
     else:
         ensure_local_index(settings, store, load=False)
     report.total_papers = store.papers.count()

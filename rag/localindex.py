@@ -155,17 +155,21 @@ def build_local_index(store: Store) -> LocalIndex | None:
     return _index(chunk_ids, paper_ids, texts, labels, np.concatenate(vectors), store.catalog())
 
 
-def updated_local_index(previous: LocalIndex, store: Store, touched: set[str]) -> LocalIndex | None:
-    """The index after an ingest, from the one before it: rows of untouched papers are kept, and only the
-    chunks of touched papers (added, re-embedded or removed) are read from the store.
+def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
+                        moved: set[str] | None = None) -> LocalIndex | None:
+    """The index after an ingest, from the one before it: rows and paper records of untouched papers are
+    kept, and only the chunks and records of touched papers (added, re-embedded or removed) and the records
+    of moved ones are read from the store.
 
-    Reading every chunk back is most of a full build (1.6 of 3.3 s at 10k chunks here) and grows with the
-    store, while an ingest usually touches a few papers. Kept rows take their label from the catalog, which
-    ingest writes from the same paper as the chunks' metadata.
+    Reading every chunk and record back is most of a full build (1.6 of 3.3 s at 10k chunks here) and grows
+    with the store, while an ingest usually touches a few papers. Kept rows take their label from the paper
+    record, which ingest writes from the same paper as the chunks' metadata.
     """
     import numpy as np
 
-    papers = store.catalog()
+    reread = touched | (moved or set())
+    papers = {pid: e for pid, e in previous.papers.items() if pid not in reread}
+    papers.update(store.get_papers(sorted(reread)))
     keep = [i for i, pid in enumerate(previous.paper_ids) if pid not in touched and pid in papers]
     chunk_ids, paper_ids, texts, labels, vectors = _read_chunks(store, sorted(touched))
     chunk_ids = [previous.chunk_ids[i] for i in keep] + chunk_ids
@@ -217,7 +221,8 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
     return index
 
 
-def update_local_index(settings: Settings, store: Store, previous_version: str, touched: set[str]) -> None:
+def update_local_index(settings: Settings, store: Store, previous_version: str, touched: set[str],
+                       moved: set[str]) -> None:
     """After an ingest that changed the store: derive the new version's index from the previous version's
     (see updated_local_index), or build it from scratch when there is none to start from."""
     old = index_dir(settings, previous_version) if previous_version else None
@@ -230,7 +235,7 @@ def update_local_index(settings: Settings, store: Store, previous_version: str, 
     if previous is None:
         ensure_local_index(settings, store, load=False)
         return
-    index = updated_local_index(previous, store, touched)
+    index = updated_local_index(previous, store, touched, moved)
     if index is not None:
         _publish(settings, index_dir(settings, store.version), index)
 

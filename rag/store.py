@@ -228,10 +228,14 @@ class Store:
         )
 
     def get_papers(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
-        if not paper_ids:
-            return {}
-        got = self.papers.get(ids=list(paper_ids), include=["metadatas", "documents"])
-        return {pid: _entry(pid, meta, doc) for pid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"])}
+        """Records of some papers (those not in the index are left out)."""
+        out: dict[str, CatalogEntry] = {}
+        ids = list(paper_ids)
+        for i in range(0, len(ids), GET_BATCH):
+            got = self.papers.get(ids=ids[i:i + GET_BATCH], include=["metadatas", "documents"])
+            out.update((pid, _entry(pid, meta, doc))
+                       for pid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"]))
+        return out
 
 
 _META_FIELDS = ("content_hash", "label", "source", "source_key", "position", "n_chunks", "chunking",
