@@ -64,7 +64,10 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
     if answer.citations:
         typer.echo("\nSources:")
         for c in answer.citations:
-            typer.echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}")
+            page = f", p. {c.page}" if c.page else ""
+            typer.echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
+            if c.title:
+                typer.echo(f"    {c.reference}")
             typer.echo(f"    “{c.quote}”")
     for u in answer.unsupported:
         typer.echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
@@ -180,18 +183,30 @@ def cite(
     query: str = typer.Argument(..., help="A method name, claim or topic."),
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: Optional[str] = typer.Option(None, "--format",
+                                      help="Print the matching papers as references: bibtex, ris or text."),
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic."""
     from rag.qa import QuestionError
 
+    if fmt is not None and fmt not in REFERENCE_FORMATS:
+        _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
     assistant = _assistant(_settings())
     try:
         hits = assistant.cite(query, k=k)
     except QuestionError as e:
         _fail(str(e), 2)
         return
+    if fmt is not None:
+        typer.echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
+        return
     if json_out:
-        typer.echo(json.dumps({"query": query, "results": [h.__dict__ for h in hits]}, ensure_ascii=False))
+        from rag.references import paper_fields
+
+        entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
+        results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
+                                 if h.paper_id in entries else {}) for h in hits]
+        typer.echo(json.dumps({"query": query, "results": results}, ensure_ascii=False))
         return
     for i, h in enumerate(hits, 1):
         typer.echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
@@ -199,17 +214,45 @@ def cite(
         typer.echo(f"   ref: {h.reference}")
 
 
+REFERENCE_FORMATS = ("bibtex", "ris", "text")
+
+
+def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
+    """Papers (in the given order) as BibTeX, RIS or a plain-text reference list."""
+    from rag.references import to_bibtex, to_ris, to_text
+
+    entries = assistant.retriever.store.get_papers(paper_ids)
+    ordered = [entries[pid] for pid in paper_ids if pid in entries]
+    return {"bibtex": to_bibtex, "ris": to_ris, "text": to_text}[fmt](ordered)
+
+
 @app.command("list")
-def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line.")) -> None:
-    """Every indexed paper with id, label, source, position and abstract."""
+def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line."),
+                fmt: Optional[str] = typer.Option(None, "--format",
+                                                  help="Print every paper as a reference: bibtex, ris or text.")
+                ) -> None:
+    """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
+    if fmt is not None and fmt not in REFERENCE_FORMATS:
+        _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
     assistant = _assistant(_settings())
-    for e in assistant.papers():
+    papers = assistant.papers()
+    if fmt is not None:
+        typer.echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
+        return
+    for e in papers:
         if json_out:
             typer.echo(json.dumps({"paper_id": e.paper_id, "label": e.label, "source": e.source,
-                                   "position": e.position, "title": e.title, "abstract": e.text},
+                                   "position": e.position, "title": e.title, "abstract": e.text,
+                                   "authors": e.authors, "year": e.year, "venue": e.venue, "doi": e.doi,
+                                   "arxiv": e.arxiv, "url": e.url, "key": e.key, "collection": e.collection,
+                                   "full_text": bool(e.layout)},
                                   ensure_ascii=False))
         else:
             typer.echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
+            described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
+                                               f"doi:{e.doi}" if e.doi else e.url) if p)
+            if described:
+                typer.echo(f"    {described}")
             typer.echo(f"    {e.text[:160]}{'…' if len(e.text) > 160 else ''}")
 
 

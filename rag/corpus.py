@@ -14,10 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag import readers
 from rag.labels import extract_label
 from rag.text import clean_markup, stable_id
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json")
+# BibTeX, RIS and PDF (and CSL-JSON among .json files) are read by rag/readers/.
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json") + readers.SUFFIXES
 JSON_FIELDS = ("title", "id", "url", "authors", "venue", "year")
 MIN_ABSTRACT_CHARS = 40
 
@@ -37,20 +39,19 @@ class Paper:
     authors: str = ""
     venue: str = ""
     year: str = ""
+    doi: str = ""
+    arxiv: str = ""
+    key: str = ""         # the input's citation key (BibTeX key, CSL id, RIS ID)
+    kind: str = ""        # BibTeX entry type the input implies (article, inproceedings, misc, ...)
+    collection: str = ""  # the name of the paper list the paper came from (a list's header line)
+    layout: str = ""      # PDF full texts: JSON [[offset, page, section], ...] into `text`
 
     @property
     def reference(self) -> str:
         """A ready-to-paste reference line."""
-        parts = [self.title or self.label]
-        if self.authors:
-            parts.append(self.authors)
-        if self.venue or self.year:
-            parts.append(" ".join(p for p in (self.venue, self.year) if p))
-        parts.append(f"{self.source}#{self.position}")
-        parts.append(f"id {self.paper_id}")
-        if self.url:
-            parts.append(self.url)
-        return ". ".join(parts)
+        from rag.references import reference_line
+
+        return reference_line(self)
 
 
 @dataclass
@@ -117,9 +118,12 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
     """
     report = FileReport(path=path, source=display_path(path))
     try:
-        text = _read_text(path, max_bytes)
+        reader = readers.reader_for(path)
+        text = _read_text(path, max_bytes) if reader is None else ""
         suffix = path.suffix.lower()
-        if suffix in (".jsonl", ".ndjson"):
+        if reader is not None:
+            records = reader(path, max_bytes, report)
+        elif suffix in (".jsonl", ".ndjson"):
             records = _parse_jsonl(text, report)
         elif suffix == ".json":
             records = _parse_json_array(text, report)
@@ -133,11 +137,14 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
     for position, record in records:
         abstract = record["abstract"]
         where = f"{report.source}:{position}" if suffix in (".jsonl", ".ndjson") else report.source
-        cleaned = clean_markup(abstract)
+        if record.get("key"):
+            where += f" ({record['key']})"
+        # PDF text is already plain (rag/readers/pdf.py): cleaning LaTeX markup from it would move its layout
+        cleaned = abstract if record.get("full_text") else clean_markup(abstract)
         if len(cleaned) < MIN_ABSTRACT_CHARS:
             report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")
             continue
-        if len(cleaned) > max_abstract_chars:
+        if len(cleaned) > max_abstract_chars and not record.get("full_text"):  # a PDF's text is not an abstract
             report.problems.append(
                 f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
             continue
@@ -156,6 +163,7 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
             authors=_authors(record.get("authors")),
             venue=str(record.get("venue") or ""),
             year=str(record.get("year") or ""),
+            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection", "layout")},
         ))
     return report
 
@@ -257,8 +265,8 @@ def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, d
         if not body:
             raise CorpusError("only a header line, no abstracts")
         if len(body) >= 2 and suffix == ".txt":
-            # The header names the list ("NeurIPS 2026 ..."): it is the papers' venue in references.
-            return [(i, {"abstract": b, "venue": blocks[0].lstrip("#").strip()}) for i, b in enumerate(body, 1)]
+            # The header names the list ("NeurIPS 2026 论文列表"): the list's name, not a venue.
+            return [(i, {"abstract": b, "collection": blocks[0].lstrip("#").strip()}) for i, b in enumerate(body, 1)]
         return [(1, {"abstract": "\n".join(body), "title": blocks[0].lstrip("#").strip()})]
     if suffix == ".txt" and len(blocks) >= 2 and all(len(b) >= 200 for b in blocks):
         report.warnings.append(f"{report.source}: no header line; read each of its {len(blocks)} paragraphs "

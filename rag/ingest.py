@@ -116,11 +116,11 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
             to_embed.append(p)
             report.added.append(p.paper_id)
         elif old.content_hash != p.content_hash or old.label != p.label or old.chunking != chunking \
-                or old.n_chunks == 0:
+                or old.n_chunks == 0 or old.layout != p.layout:
             to_embed.append(p)
             report.reembedded.append(p.paper_id)
         elif (old.source, old.position, old.title, old.url, old.authors, old.venue, old.year) != \
-                (p.source, p.position, p.title, p.url, p.authors, p.venue, p.year):
+                (p.source, p.position, p.title, p.url, p.authors, p.venue, p.year) or _metadata_changed(old, p):
             relocate.append(p)
             report.relocated.append(p.paper_id)
         else:
@@ -184,7 +184,16 @@ def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:
         paper_id=p.paper_id, content_hash=p.content_hash, label=p.label, source=p.source,
         source_key=_source_key(p.source), position=p.position, n_chunks=n_chunks, chunking=chunking,
         title=p.title, url=p.url, authors=p.authors, venue=p.venue, year=p.year, text=p.text,
+        **{f: getattr(p, f) for f in METADATA_FIELDS},
     )
+
+
+METADATA_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
+
+
+def _metadata_changed(old: CatalogEntry, p: Paper) -> bool:
+    """Bibliographic fields (rag/readers/) differ: the records are rewritten, the vectors kept."""
+    return any(getattr(old, f) != getattr(p, f) for f in METADATA_FIELDS)
 
 
 def _mean_vector(vectors: list[list[float]]) -> list[float]:
@@ -202,9 +211,11 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
     from tqdm.auto import tqdm
 
     from rag.chunking import LongestFirst
+    from rag.readers.sections import SectionChunks
 
     splitter = make_splitter(settings)
-    pipeline = IngestionPipeline(transformations=[splitter, LongestFirst(), embedder],
+    pipeline = IngestionPipeline(transformations=[splitter, SectionChunks.for_papers(papers, settings.chunk_tokens),
+                                                  LongestFirst(), embedder],
                                  vector_store=store.vector_store, disable_cache=True)
     show = sys.stderr.isatty() if progress is None else progress
     embedded = 0

@@ -13,6 +13,7 @@ from rag import prompts
 from rag.cite import SourceText, check_answer
 from rag.extractive import Draft, draft_answer
 from rag.question import analyse
+from rag.references import citation_fields, paper_fields
 from rag.retrieve import PaperHit, Retrieval, Retriever
 from rag.schema import Answer, Citation, Retrieved
 from rag.settings import Settings
@@ -208,13 +209,14 @@ class Assistant:
             evidence = [c.evidence for c in checked.checks if c.supported and c.evidence_n == old and c.evidence]
             quote = evidence[0] if evidence else _best_sentence(paper)
             citations.append(Citation(new, paper.paper_id, paper.label, paper.source, paper.position, quote,
-                                      paper.reference))
+                                      **citation_fields(paper, quote)))
         for c in checked.checks:
             # Numbers follow the final text; a dropped sentence keeps only citations that are still in it.
             c.sentence = _apply_renumber(c.sentence, renumber)
             c.citations = [renumber[n] for n in c.citations if n in renumber]
             c.evidence_n = renumber.get(c.evidence_n) if c.evidence_n is not None else None
-        retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position) for p in retrieval.papers]
+        retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
+                     for p in retrieval.papers]
         return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
                       citations=citations if not checked.abstained else [], retrieved=retrieved,
                       checks=checked.checks, removed_citations=checked.removed_citations,
@@ -272,7 +274,8 @@ def _word_events(text: str) -> Iterator[StreamEvent]:
 
 def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy: str) -> Answer:
     """Number the quoted papers, write the answer text, and run the citation check on it."""
-    retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position) for p in retrieval.papers]
+    retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
+                 for p in retrieval.papers]
     if draft.abstention or not draft.quotes:
         return Answer(question=question, answer=draft.abstention or prompts.ABSTAIN_NO_MATCH, abstained=True,
                       mode="extractive", retrieved=retrieved)
@@ -290,7 +293,7 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     for p in order:
         quoted = [q.sentence for q in draft.quotes if q.paper is p]
         citations.append(Citation(n_of[p.paper_id], p.paper_id, p.label, p.source, p.position, " … ".join(quoted),
-                                  p.reference))
+                                  **citation_fields(p, " … ".join(quoted))))
     # The citation check runs on extractive answers too: quotes must be verbatim and cite their paper.
     sources = sources_for(order)
     checked = check_answer("\n".join(lines), sources, policy)

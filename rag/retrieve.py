@@ -57,6 +57,12 @@ class PaperHit:
     year: str = ""
     chunks: list[Chunk] = field(default_factory=list)
     complete: bool = False
+    doi: str = ""
+    arxiv: str = ""
+    key: str = ""
+    kind: str = ""
+    collection: str = ""
+    layout: str = ""
 
     @property
     def best_cosine(self) -> float:
@@ -64,10 +70,9 @@ class PaperHit:
 
     @property
     def reference(self) -> str:
-        from rag.corpus import Paper
+        from rag.references import reference_line
 
-        return Paper(self.paper_id, self.text, self.source, self.position, self.label, "", self.title,
-                     self.url, self.authors, self.venue, self.year).reference
+        return reference_line(self)
 
 
 @dataclass
@@ -226,4 +231,5 @@ class Retriever:
 
 def _hit(e: CatalogEntry, score: float) -> PaperHit:
     return PaperHit(paper_id=e.paper_id, label=e.label, source=e.source, position=e.position, score=score,
-                    text=e.text, title=e.title, url=e.url, authors=e.authors, venue=e.venue, year=e.year)
+                    text=e.text, title=e.title, url=e.url, authors=e.authors, venue=e.venue, year=e.year,
+                    doi=e.doi, arxiv=e.arxiv, key=e.key, kind=e.kind, collection=e.collection, layout=e.layout)

@@ -17,6 +17,14 @@ class Citation:
     position: int
     quote: str
     reference: str = ""
+    # Bibliographic metadata kept from the input ("" / None when the input had none).
+    title: str = ""
+    authors: str = ""
+    year: str = ""
+    venue: str = ""
+    doi: str = ""
+    url: str = ""
+    page: int | None = None  # page of the quote, for papers read from PDFs
 
 
 @dataclass
@@ -26,6 +34,12 @@ class Retrieved:
     score: float
     source: str = ""
     position: int = 0
+    title: str = ""
+    authors: str = ""
+    year: str = ""
+    venue: str = ""
+    doi: str = ""
+    url: str = ""
 
 
 @dataclass

@@ -53,6 +53,12 @@ class CatalogEntry:
     venue: str = ""
     year: str = ""
     text: str = ""
+    doi: str = ""
+    arxiv: str = ""
+    key: str = ""         # the input's citation key (BibTeX key, CSL id, RIS ID)
+    kind: str = ""        # BibTeX entry type (article, inproceedings, misc, ...)
+    collection: str = ""  # name of the paper list the paper came from
+    layout: str = ""      # PDF full texts: JSON [[offset, page, section], ...] into `text`
 
 
 def _client(settings: Settings) -> ClientAPI:
@@ -240,10 +246,13 @@ class Store:
 
 _META_FIELDS = ("content_hash", "label", "source", "source_key", "position", "n_chunks", "chunking",
                 "title", "url", "authors", "venue", "year")
+# Added later: records written before them read back as "" (no DOI, no layout, ...).
+_OPTIONAL_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
 
 
 def _meta(e: CatalogEntry) -> dict[str, Any]:
-    return {f: getattr(e, f) for f in _META_FIELDS} | {"paper_id": e.paper_id}
+    return ({f: getattr(e, f) for f in _META_FIELDS} | {"paper_id": e.paper_id}
+            | {f: getattr(e, f) for f in _OPTIONAL_FIELDS if getattr(e, f)})
 
 
 def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEntry:
@@ -254,7 +263,7 @@ def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEnt
         position=int(meta.get("position", 0) or 0), n_chunks=int(meta.get("n_chunks", 0) or 0),
         chunking=str(meta.get("chunking", "")), title=str(meta.get("title", "")), url=str(meta.get("url", "")),
         authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")), year=str(meta.get("year", "")),
-        text=doc or "",
+        text=doc or "", **{f: str(meta.get(f) or "") for f in _OPTIONAL_FIELDS},
     )
 
 
