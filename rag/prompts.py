@@ -60,6 +60,6 @@ Standalone question:"""
 # --- references (rag/references.py) ---------------------------------------------------------------------
 # The note of a minimal BibTeX/RIS entry for a paper whose input carried no bibliographic metadata.
 REFERENCE_NO_METADATA = ("metadata not available: the input had no title, authors or year; "
-                         "read from {where} (paper id {paper_id})")
+                         "read from {where}, paper id {paper_id}")
 # Where a paper of a paper list came from, in reference lines: the list's header names the list, not a venue.
 REFERENCE_FROM_LIST = "{where} (list “{collection}”)"

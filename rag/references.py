@@ -181,9 +181,30 @@ def to_bibtex(records: Iterable[Any]) -> str:
     return bibtexparser.write_string(bibtexparser.Library(entries))
 
 
-def _inverted(name: str) -> str:
+def _split_name(name: str) -> tuple[str, str]:
+    """'Pieter van der Berg' -> ('Pieter', 'van der Berg'): a lowercase particle starts the family name."""
     words = name.split()
-    return f"{words[-1]}, {' '.join(words[:-1])}" if len(words) > 1 else name
+    if len(words) < 2:
+        return "", name
+    at = next((i for i, w in enumerate(words[1:-1], 1) if w[:1].islower()), len(words) - 1)
+    return " ".join(words[:at]), " ".join(words[at:])
+
+
+def _inverted(name: str) -> str:
+    given, family = _split_name(name)
+    return f"{family}, {given}" if given else family
+
+
+def _ris_writer() -> type:
+    import rispy
+
+    class RisWriter(rispy.RisWriter):
+        """rispy numbers references ("1.") before each TY line; Zotero and Scholar write no numbers."""
+
+        def set_header(self, count: int) -> str:
+            return ""
+
+    return RisWriter
 
 
 def to_ris(records: Iterable[Any]) -> str:
@@ -213,7 +234,7 @@ def to_ris(records: Iterable[Any]) -> str:
             ref = {"type_of_reference": "GEN", "title": _get(record, "label") or _get(record, "paper_id"), "id": key,
                    "notes": [_no_metadata_note(record)]}
         out.append(ref)
-    return rispy.dumps(out)
+    return rispy.dumps(out, implementation=_ris_writer())
 
 
 def to_text(records: Iterable[Any]) -> str:

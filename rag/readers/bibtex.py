@@ -53,7 +53,9 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         if type(block).__name__ == "DuplicateBlockKeyBlock":
             report.problems.append(f"{where}: duplicate BibTeX key '{getattr(block, 'key', '')}': entry skipped")
         else:
-            error = str(getattr(block, "error", "") or "syntax error").splitlines()[0]
+            err = getattr(block, "error", None)
+            reason = str(getattr(err, "abort_reason", "") or err or "").strip()
+            error = reason.splitlines()[0].strip() if reason else "syntax error"
             report.problems.append(f"{where}: unreadable BibTeX entry ({error})")
     if not library.entries and not library.failed_blocks:
         raise CorpusError("no BibTeX entries found")

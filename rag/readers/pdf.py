@@ -178,6 +178,20 @@ def _is_heading(ln: Line, body_size: float) -> bool:
     return ln.bold and bool(_NUMBERED_RE.match(text)) and len(text.split()) <= 10
 
 
+def _pdf_error(error: BaseException) -> Exception:
+    """A one-line reason for a PDF pdfminer cannot open; pdfplumber wraps pdfminer's exception in its own."""
+    from rag.corpus import CorpusError
+
+    causes = [error, *[a for a in getattr(error, "args", ()) if isinstance(a, BaseException)]]
+    if error.__cause__ is not None:
+        causes.append(error.__cause__)
+    if any("Password" in type(c).__name__ or "Encrypt" in type(c).__name__ for c in causes):
+        return CorpusError("encrypted PDF (needs a password): save an unprotected copy and ingest that")
+    inner = causes[-1]
+    detail = str(inner).strip().splitlines()[0] if str(inner).strip() else ""
+    return CorpusError(f"not a readable PDF ({type(inner).__name__}{': ' + detail[:120] if detail else ''})")
+
+
 @dataclass
 class Parsed:
     title: str
@@ -195,11 +209,8 @@ def parse_pdf(path: Path) -> Parsed:
 
     try:
         pdf = pdfplumber.open(str(path))
-    except Exception as e:  # pdfminer's errors: PDFSyntaxError, PDFPasswordIncorrect, PSEOF, ...
-        name = type(e).__name__
-        if "Password" in name or "Encrypt" in name:
-            raise CorpusError("encrypted PDF (needs a password): save an unprotected copy and ingest that") from None
-        raise CorpusError(f"not a readable PDF ({name}{': ' + str(e) if str(e) else ''})") from None
+    except Exception as e:  # pdfminer's errors (PDFSyntaxError, PDFPasswordIncorrect, ...), wrapped by pdfplumber
+        raise _pdf_error(e) from None
     with pdf:
         try:
             n_pages = len(pdf.pages)
@@ -208,11 +219,7 @@ def parse_pdf(path: Path) -> Parsed:
             for i, page in enumerate(pdf.pages[:MAX_PAGES], 1):
                 lines.extend(_lines_of_page(page, i))
         except Exception as e:
-            name = type(e).__name__
-            if "Password" in name or "Encrypt" in name:
-                raise CorpusError("encrypted PDF (needs a password): save an unprotected copy and ingest that"
-                                  ) from None
-            raise CorpusError(f"not a readable PDF ({name}: {e})") from None
+            raise _pdf_error(e) from None
     for ln in lines:
         ln.text = _normalise(ln.text)
     lines = [ln for ln in lines if ln.text.strip()]
