@@ -5,6 +5,7 @@ LaTeX accents, `TY  - ` tags, CSL date-parts). The PDFs are compiled by pdflatex
 hyphenation, ligatures and a display formula) and printed by headless Chromium from HTML.
 """
 
+# ruff: noqa: E501  (exports keep each field on one line, as Zotero and Scholar write them)
 from __future__ import annotations
 
 import shutil

@@ -26,7 +26,8 @@ def test_zotero_bib_titles_authors_and_identifiers(tmp_path: Path) -> None:
     assert dymos.doi == "10.48550/arXiv.2605.01234" and dymos.arxiv == "2605.01234"
     assert dymos.url == "https://arxiv.org/abs/2605.01234"
     assert "by 23%" in dymos.text and "\\" not in dymos.text
-    assert routers.authors == "Thi Mai Ngo, Søren Østergaard" and routers.venue == "Journal of Machine Learning Research"
+    assert routers.authors == "Thi Mai Ngo, Søren Østergaard"
+    assert routers.venue == "Journal of Machine Learning Research"
     assert "λ = 0.01" in routers.text  # math in an abstract is cleaned like every other format's
     assert rep.warnings == [f"{rep.source}: 1 entry without an abstract skipped: lee_untitled_2024"]
     assert "Dynamic Motion Slider" in dymos.reference and "Kovács" in dymos.reference
