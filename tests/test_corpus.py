@@ -74,7 +74,8 @@ def test_list_without_header_is_read_with_a_warning(tmp_path: Path) -> None:
     ("latin1.txt", "Résumé of a paper about caf\xe9s and more words here.".encode("latin-1"), "not valid UTF-8"),
     ("header_only.txt", b"NeurIPS 2026 list\n", "only a header line"),
     ("bad.json", b"{not json", "invalid JSON"),
-    ("paper.pdf", b"%PDF-1.4", "unsupported file type"),
+    ("paper.docx", b"PK\x03\x04", "unsupported file type"),
+    ("paper.pdf", b"%PDF-1.4", "not a readable PDF"),  # truncated: the PDF reader says why
     ("short.txt", b"Too short.", "abstract too short"),
 ])
 def test_bad_files_get_one_line_errors(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
