@@ -6,7 +6,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-_YEAR_RE = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
+# a year not part of a longer number or of an arXiv id ("2012.04321"); letters may touch it ("14May2026")
+_YEAR_RE = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\d)(?!\.\d)")
 _DOI_RE = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE)
 # New-style (2401.01234, optional version) and old-style (hep-th/9901001) arXiv identifiers.
 _ARXIV_RE = re.compile(r"(?:arxiv[:\s/]*|arxiv\.org/(?:abs|pdf)/)\s*"

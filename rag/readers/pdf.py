@@ -139,9 +139,16 @@ def _lines_of_page(page: Any, page_no: int) -> list[Line]:
     # tolerance runs words together, so the tolerance scales with the type size instead.
     words = page.extract_words(extra_attrs=["size", "fontname"], use_text_flow=False, keep_blank_chars=False,
                                x_tolerance_ratio=0.12)
+    words = [w for w in words if w.get("upright", True)]  # sideways text (arXiv's margin stamp) is not prose
     lines = [ln for ln in _group_lines(words, page_no) if not _PAGE_NUMBER_RE.match(ln.text)]
     body = statistics.median(w["size"] for w in words) if words else 0.0
     return _reading_order(lines, float(page.width), body)
+
+
+def sideways_text(page: Any) -> str:
+    """Text set at 90° (arXiv's margin stamp "arXiv:2401.01234v1 [cs.LG] 3 Jan 2024"), read bottom to top."""
+    chars = sorted((c for c in page.chars if not c.get("upright", True)), key=lambda c: (round(c["x0"]), -c["top"]))
+    return "".join(c["text"] for c in chars)
 
 
 def _normalise(text: str) -> str:
@@ -197,6 +204,7 @@ class Parsed:
     title: str
     authors: list[str]
     abstract: str
+    stamp: str  # sideways text of the first page (arXiv's identifier and date)
     sections: list[tuple[int, str, str]]  # (page, section heading, text)
     pages: int
 
@@ -216,6 +224,7 @@ def parse_pdf(path: Path) -> Parsed:
             n_pages = len(pdf.pages)
             meta = pdf.metadata or {}
             lines: list[Line] = []
+            stamp = sideways_text(pdf.pages[0]) if pdf.pages else ""
             for i, page in enumerate(pdf.pages[:MAX_PAGES], 1):
                 lines.extend(_lines_of_page(page, i))
         except Exception as e:
@@ -279,7 +288,7 @@ def parse_pdf(path: Path) -> Parsed:
     abstract = next((t for _p, h, t in parsed if h == "Abstract"), "")
     if not abstract and parsed:
         abstract = parsed[0][2]
-    return Parsed(title=title, authors=authors, abstract=abstract, sections=parsed, pages=n_pages)
+    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=parsed, pages=n_pages)
 
 
 def _authors(block: list[Line], meta_author: object) -> list[str]:
@@ -329,11 +338,12 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     text = " ".join(text_parts)
     first_page_text = " ".join(s[2] for s in parsed.sections if s[0] == 1)
     doi = doi_of(first_page_text)
-    arxiv = arxiv_of(first_page_text)
+    arxiv = arxiv_of(parsed.stamp, first_page_text)
     if len(parsed.sections) > 0 and not any(h == "Abstract" for _p, h, _t in parsed.sections):
         report.warnings.append(f"{report.source}: no 'Abstract' heading found; the text starts with the first "
                                "paragraph")
     return [(1, {"abstract": text, "title": parsed.title, "authors": parsed.authors, "venue": "",
-                 "year": year_of(*(re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_page_text, re.I)[:1])),
+                 "year": year_of(parsed.stamp if arxiv_of(parsed.stamp) else "",
+                                 *re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_page_text, re.I)[:1]),
                  "doi": doi, "arxiv": arxiv, "url": link_of("", doi, arxiv), "key": "", "kind": "article",
                  "layout": json.dumps(layout, ensure_ascii=False), "full_text": True})]

@@ -151,11 +151,14 @@ LATEX_TWO_COLUMN = r"""\documentclass[twocolumn,10pt]{article}
 \usepackage{lmodern}
 \usepackage[english]{babel}
 \usepackage{amsmath}
+\usepackage{graphicx}
 \title{Efficient Fine-Grained Diffusion Sampling with Offset Schedules}
 \author{Hannah Fischer \and Rafael Ortega}
 \date{}
 \begin{document}
 \maketitle
+% the identifier stamp arXiv sets sideways in the left margin of a preprint's first page
+\makebox[0pt][l]{\raisebox{-12cm}[0pt][0pt]{\hspace*{-1.8cm}\rotatebox{90}{\Large arXiv:2605.04321v2 [cs.CV] 14 May 2026}}}%
 \begin{abstract}
 We propose offset schedules, an efficient way to sample fine-grained images from diffusion models in fewer
 steps. Offset schedules shift the noise levels of the final steps so that the sampler spends its effort on

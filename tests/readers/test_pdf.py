@@ -42,6 +42,8 @@ def test_latex_two_column_paper(pdfs: dict[str, Path]) -> None:
     (paper,) = rep.papers
     assert paper.title == "Efficient Fine-Grained Diffusion Sampling with Offset Schedules"
     assert paper.authors == "Hannah Fischer, Rafael Ortega"
+    assert (paper.arxiv, paper.year) == ("2605.04321", "2026")  # from the sideways arXiv stamp
+    assert paper.url == "https://arxiv.org/abs/2605.04321"
     assert paper.text.startswith("We propose offset schedules, an efficient way to sample fine-grained images")
     # ligatures (fi, ff, ffi) unfolded, nothing left as unmapped glyphs or ligature code points
     assert "(cid:" not in paper.text and not re.search("[\ufb00-\ufb06]", paper.text)
