@@ -219,11 +219,10 @@ REFERENCE_FORMATS = ("bibtex", "ris", "text")
 
 def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
     """Papers (in the given order) as BibTeX, RIS or a plain-text reference list."""
-    from rag.references import to_bibtex, to_ris, to_text
+    from rag.references import catalog_records, to_bibtex, to_ris, to_text
 
-    entries = assistant.retriever.store.get_papers(paper_ids)
-    ordered = [entries[pid] for pid in paper_ids if pid in entries]
-    return {"bibtex": to_bibtex, "ris": to_ris, "text": to_text}[fmt](ordered)
+    records = catalog_records(assistant.retriever.store, paper_ids)
+    return {"bibtex": to_bibtex, "ris": to_ris, "text": to_text}[fmt](records)
 
 
 @app.command("list")

@@ -242,6 +242,15 @@ def to_text(records: Iterable[Any]) -> str:
     return "".join(f"[{i}] {reference_line(r)}\n" for i, r in enumerate(_dedupe(records), 1))
 
 
+def catalog_records(store: Any, paper_ids: Sequence[str]) -> list[Any]:
+    """The catalog entries of some papers, in the given order, for the exports above.
+
+    Lookup hits (`LookupHit`) carry no bibliographic fields: export their papers' catalog entries instead.
+    """
+    entries = store.get_papers(list(paper_ids))
+    return [entries[pid] for pid in dict.fromkeys(paper_ids) if pid in entries]
+
+
 def paper_fields(record: Any) -> dict[str, str]:
     """The optional metadata fields of `Retrieved` (rag/schema.py) for a retrieved paper."""
     return {"title": _get(record, "title"), "authors": _get(record, "authors"), "year": _get(record, "year"),

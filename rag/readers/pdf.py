@@ -160,15 +160,28 @@ def _normalise(text: str) -> str:
     return _CID_RE.sub("", unicodedata.normalize("NFC", text))
 
 
-def _join(lines: list[str]) -> str:
-    """Lines of a paragraph -> one text; a word hyphenated at a line end is joined ("hyphen-" + "ation")."""
+_COMPOUND_RE = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
+
+
+def compounds_of(lines: list[str]) -> set[str]:
+    """Hyphenated words the document writes inside a line ("high-resolution"): a line-end hyphen that makes
+    one of them is a real hyphen, not a break."""
+    return {m.group(0).lower() for t in lines for m in _COMPOUND_RE.finditer(t)}
+
+
+def _join(lines: list[str], compounds: set[str] | None = None) -> str:
+    """Lines of a paragraph -> one text; a word hyphenated at a line end is joined ("hyphen-" + "ation")
+    unless the document writes that hyphenated word elsewhere."""
     out = ""
     for t in lines:
         t = t.strip()
         if not t:
             continue
         if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
-            out = out[:-1] + t
+            left = re.search(r"[^\W\d_]+(?:-[^\W\d_]+)*-$", out)
+            right = re.match(r"[^\W\d_]+", t)
+            keep = bool(compounds and left and right and f"{left.group(0)}{right.group(0)}".lower() in compounds)
+            out = (out if keep else out[:-1]) + t
         else:
             out = f"{out} {t}" if out else t
     return out
@@ -283,7 +296,8 @@ def parse_pdf(path: Path) -> Parsed:
             current = (ln.page, heading, [])
             sections.append(current)
         current[2].append(ln.text)
-    parsed = [(page, heading, _join(texts)) for page, heading, texts in sections]
+    compounds = compounds_of([ln.text for ln in lines])
+    parsed = [(page, heading, _join(texts, compounds)) for page, heading, texts in sections]
     parsed = [s for s in parsed if s[2]]
     abstract = next((t for _p, h, t in parsed if h == "Abstract"), "")
     if not abstract and parsed:

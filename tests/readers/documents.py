@@ -167,7 +167,7 @@ fine details. On three image benchmarks they reach the quality of a fifty-step s
 \section{Introduction}
 Diffusion models generate images by iteratively denoising a sample. The sampling procedure is expensive
 because every step evaluates a large network; practitioners therefore look for schedules that need fewer
-evaluations. Off-the-shelf schedules allocate their steps uniformly in log signal-to-noise ratio, which
+evaluations, especially for high-resolution images. Off-the-shelf schedules allocate their steps uniformly in log signal-to-noise ratio, which
 wastes computation on coarse structure that is already fixed after the first few steps. Our affine offsets
 concentrate the evaluations where fine-grained detail is formed, and the effect is significant for
 high-resolution images with intricate textures such as foliage, fabric and hair.
