@@ -251,8 +251,9 @@ _OPTIONAL_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
 
 
 def _meta(e: CatalogEntry) -> dict[str, Any]:
-    return ({f: getattr(e, f) for f in _META_FIELDS} | {"paper_id": e.paper_id}
-            | {f: getattr(e, f) for f in _OPTIONAL_FIELDS if getattr(e, f)})
+    # every field is written, empty ones too: Chroma merges metadata on upsert, so a field left out would keep
+    # a value the input no longer has
+    return {f: getattr(e, f) for f in _META_FIELDS + _OPTIONAL_FIELDS} | {"paper_id": e.paper_id}
 
 
 def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEntry:

@@ -65,3 +65,24 @@ def test_bib_is_discovered_in_folders(tmp_path: Path) -> None:
     (tmp_path / "refs.bib").write_text(ZOTERO_BIB, encoding="utf-8")
     found = scan([tmp_path], 2**20, 20_000)
     assert len(found.papers) == 2 and not found.problems
+
+
+def test_changed_metadata_is_rewritten_without_reembedding(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+    """A DOI removed from the .bib disappears from the store too (Chroma merges metadata on upsert)."""
+    from rag.ingest import ingest
+    from rag.store import Store
+
+    from ..conftest import make_settings
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    bib = folder / "refs.bib"
+    bib.write_text(ZOTERO_BIB, encoding="utf-8")
+    settings = make_settings(tmp_path / "data", corpus_paths=[folder])
+    first = ingest(settings, embedder=embedder, progress=False)
+    assert len(first.added) == 2
+    bib.write_text(ZOTERO_BIB.replace("\tdoi = {10.48550/arXiv.2605.01234},\n", ""), encoding="utf-8")
+    second = ingest(settings, embedder=embedder, progress=False)
+    assert len(second.relocated) == 1 and second.chunks_embedded == 0
+    dymos = next(e for e in Store.open(settings).catalog().values() if e.key == "kovacs_dynamic_2026")
+    assert dymos.doi == "" and dymos.arxiv == "2605.01234"
