@@ -238,10 +238,13 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
     if fmt is not None:
         typer.echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
         return
+    from rag.readers.sections import abstract_of
+
     for e in papers:
+        abstract = abstract_of(e.text, e.layout)  # a PDF's text is the whole paper
         if json_out:
             typer.echo(json.dumps({"paper_id": e.paper_id, "label": e.label, "source": e.source,
-                                   "position": e.position, "title": e.title, "abstract": e.text,
+                                   "position": e.position, "title": e.title, "abstract": abstract,
                                    "authors": e.authors, "year": e.year, "venue": e.venue, "doi": e.doi,
                                    "arxiv": e.arxiv, "url": e.url, "key": e.key, "collection": e.collection,
                                    "full_text": bool(e.layout)},
@@ -252,7 +255,7 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
                                                f"doi:{e.doi}" if e.doi else e.url) if p)
             if described:
                 typer.echo(f"    {described}")
-            typer.echo(f"    {e.text[:160]}{'…' if len(e.text) > 160 else ''}")
+            typer.echo(f"    {abstract[:160]}{'…' if len(abstract) > 160 else ''}")
 
 
 @app.command()

@@ -128,6 +128,12 @@ def _tex(value: str) -> str:
     return _BIBTEX_SPECIAL_RE.sub(r"\\\1", value).replace("~", r"\textasciitilde{}")
 
 
+def _abstract(record: Any) -> str:
+    from rag.readers.sections import abstract_of
+
+    return abstract_of(_get(record, "text"), _get(record, "layout"))
+
+
 def _no_metadata_note(record: Any) -> str:
     return prompts.REFERENCE_NO_METADATA.format(where=_where(record), paper_id=_get(record, "paper_id"))
 
@@ -175,8 +181,8 @@ def to_bibtex(records: Iterable[Any]) -> str:
             kind = "misc"
             fields.append(("title", "{" + _tex(_get(record, "label") or _get(record, "paper_id")) + "}"))
             fields.append(("note", _tex(_no_metadata_note(record))))
-        if _get(record, "text") and has_metadata(record) and not _get(record, "layout"):
-            fields.append(("abstract", _tex(_get(record, "text"))))
+        if _abstract(record) and has_metadata(record):
+            fields.append(("abstract", _tex(_abstract(record))))
         entries.append(Entry(kind, key, [Field(k, v) for k, v in fields]))
     return bibtexparser.write_string(bibtexparser.Library(entries))
 
@@ -228,8 +234,8 @@ def to_ris(records: Iterable[Any]) -> str:
                     ref[dst] = _get(record, src)
             if _get(record, "url"):
                 ref["urls"] = [_get(record, "url")]
-            if _get(record, "text") and not _get(record, "layout"):
-                ref["abstract"] = _get(record, "text")
+            if _abstract(record):
+                ref["abstract"] = _abstract(record)
         else:
             ref = {"type_of_reference": "GEN", "title": _get(record, "label") or _get(record, "paper_id"), "id": key,
                    "notes": [_no_metadata_note(record)]}

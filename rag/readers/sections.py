@@ -41,6 +41,12 @@ def segments(text: str, layout: str) -> list[tuple[int, str, str]]:
     return out
 
 
+def abstract_of(text: str, layout: str) -> str:
+    """A paper's abstract: its whole text, or for a full text read from a PDF its first (Abstract) segment."""
+    parts = segments(text, layout)
+    return parts[0][2] if parts else text
+
+
 def page_of(text: str, layout: str, quote: str) -> int | None:
     """The page a quoted passage of the paper starts on (None without a layout or when it is not found)."""
     marks = parse_layout(layout)

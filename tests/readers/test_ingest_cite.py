@@ -101,7 +101,8 @@ def test_list_shows_metadata(library: Settings) -> None:
     reef = rows["ReefCount: counting reef fish in underwater video"]
     assert (reef["authors"], reef["year"], reef["venue"], reef["doi"]) == (
         "Chiamaka Okafor, Erik Lindqvist", "2025", "Nature Ecology & Evolution", "10.1038/s41559-025-01234-x")
-    assert rows["Graph Transformers for Traffic Forecasting at City Scale"]["full_text"] is True
+    traffic = rows["Graph Transformers for Traffic Forecasting at City Scale"]
+    assert traffic["full_text"] is True and traffic["abstract"].endswith("diffusion convolutional recurrent networks.")
     text = _cli(library, "list").stdout
     assert "Tidal energy forecasting with graph neural networks · Lucía García, Tom Schröder" in text
 
