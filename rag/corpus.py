@@ -140,11 +140,12 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
         if record.get("key"):
             where += f" ({record['key']})"
         # PDF text is already plain (rag/readers/pdf.py): cleaning LaTeX markup from it would move its layout
-        cleaned = abstract if record.get("full_text") else clean_markup(abstract)
+        full_text = reader is not None and bool(record.get("full_text"))
+        cleaned = abstract if full_text else clean_markup(abstract)
         if len(cleaned) < MIN_ABSTRACT_CHARS:
             report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")
             continue
-        if len(cleaned) > max_abstract_chars and not record.get("full_text"):  # a PDF's text is not an abstract
+        if len(cleaned) > max_abstract_chars and not full_text:  # a PDF's text is not an abstract
             report.problems.append(
                 f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
             continue
@@ -163,7 +164,8 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
             authors=_authors(record.get("authors")),
             venue=str(record.get("venue") or ""),
             year=str(record.get("year") or ""),
-            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection", "layout")},
+            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection")},
+            layout=str(record.get("layout") or "") if full_text else "",
         ))
     return report
 
