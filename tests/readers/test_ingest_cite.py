@@ -138,3 +138,18 @@ def test_old_catalog_records_read_without_the_new_fields() -> None:
 
     e = _entry("p1", {"content_hash": "h", "label": "L", "source": "s.txt", "position": 1}, "text")
     assert (e.doi, e.arxiv, e.key, e.collection, e.layout) == ("", "", "", "", "")
+
+
+def test_generated_answer_citations_carry_metadata_and_page(library: Settings) -> None:
+    """The LLM path (citation check on a written answer) fills the same fields as the extractive one."""
+    from rag.qa import Assistant
+
+    assistant = Assistant(library)
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve("How fast is sampling with offset schedules?"))
+    n = next(i for i, p in enumerate(retrieval.papers, 1) if p.title.startswith("Efficient Fine-Grained"))
+    raw = f"Sampling time falls from 9.1 to 2.3 seconds per image [{n}]."
+    answer = assistant._finish_llm("How fast is sampling with offset schedules?", retrieval, raw)
+    assert not answer.abstained and answer.citations, answer
+    (c,) = answer.citations
+    assert c.title == "Efficient Fine-Grained Diffusion Sampling with Offset Schedules" and c.page == 2
+    assert c.authors == "Hannah Fischer, Rafael Ortega" and "p. 2." in c.reference
