@@ -145,10 +145,11 @@ def test_generated_answer_citations_carry_metadata_and_page(library: Settings) -
     from rag.qa import Assistant
 
     assistant = Assistant(library)
-    retrieval = assistant.retriever.complete(assistant.retriever.retrieve("How fast is sampling with offset schedules?"))
+    question = "How fast is sampling with offset schedules?"
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(question))
     n = next(i for i, p in enumerate(retrieval.papers, 1) if p.title.startswith("Efficient Fine-Grained"))
     raw = f"Sampling time falls from 9.1 to 2.3 seconds per image [{n}]."
-    answer = assistant._finish_llm("How fast is sampling with offset schedules?", retrieval, raw)
+    answer = assistant._finish_llm(question, retrieval, raw)
     assert not answer.abstained and answer.citations, answer
     (c,) = answer.citations
     assert c.title == "Efficient Fine-Grained Diffusion Sampling with Offset Schedules" and c.page == 2
