@@ -56,3 +56,7 @@ REWRITE_USER = """Conversation so far:
 Follow-up question: {question}
 
 Standalone question:"""
+
+# --- scope (UI): a question about a paper that is indexed but outside the papers the user selected -------
+OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
+OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."
