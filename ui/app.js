@@ -5,7 +5,15 @@
   window.__papersUI = true;
   const narrow = () => window.matchMedia("(max-width: 768px)").matches;
   const panel = () => document.querySelector("#evidence");
-  const setDrawer = (open) => document.body.classList.toggle("evidence-open", open);
+  // Gradio scopes custom CSS inside .gradio-container, so the drawer state is a class on the column itself.
+  const drawer = () => document.querySelector("#evidence-col");
+  const drawerOpen = () => { const d = drawer(); return !!d && d.classList.contains("open"); };
+  const setDrawer = (open) => {
+    const d = drawer();
+    if (d) d.classList.toggle("open", open);
+    const t = document.querySelector("#evidence-toggle");
+    if (t) t.textContent = open ? "Hide evidence" : "Evidence";
+  };
 
   function showTurn(turn) {
     const root = panel();
@@ -58,8 +66,7 @@
     const tool = ev.target.closest("[data-action]");
     if (!tool) return;
     const action = tool.dataset.action, turn = tool.dataset.turn;
-    if (action === "toggle-evidence") setDrawer(!document.body.classList.contains("evidence-open"));
-    else if (action === "close-evidence") setDrawer(false);
+    if (action === "toggle-evidence") setDrawer(!drawerOpen());
     else if (action === "copy-answer") copyText(sourceText(turn, "plain"), tool);
     else if (action === "copy-bibtex") copyText(sourceText(turn, "bibtex"), tool);
     else if (action === "download-bibtex") {

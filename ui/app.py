@@ -544,10 +544,11 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         with gr.Tab("Ask"):
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
-                    with gr.Row(equal_height=True):
+                    with gr.Row(equal_height=False):
                         scope = gr.Dropdown(backend.paper_choices(), multiselect=True, label="Restrict to papers",
                                             info="Leave empty to search all papers.", elem_id="scope", scale=5)
-                        reset_btn = gr.Button("New chat", elem_id="reset-button", scale=1, min_width=100)
+                        reset_btn = gr.Button("New chat", elem_id="reset-button", scale=0, min_width=110,
+                                              size="sm", icon=None)
                     with gr.Row(equal_height=True):
                         banner = gr.HTML("", elem_id="scope-banner", js_on_load=None)
                         scope_clear = gr.Button("Search all papers", visible=False, elem_id="scope-clear",
@@ -562,8 +563,6 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                         send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
                     status = gr.Markdown(elem_classes=["status-line"], elem_id="status")
                 with gr.Column(scale=2, elem_id="evidence-col"):
-                    gr.HTML("<button id='evidence-close' data-action='close-evidence'>Close ✕</button>",
-                            js_on_load=None)
                     gr.Markdown("### Evidence")
                     evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
             gr.HTML("<button id='evidence-toggle' data-action='toggle-evidence'>Evidence</button>",
