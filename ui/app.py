@@ -201,6 +201,14 @@ def _chips(line: str, turn: int, tips: dict[int, str], marks: list[str]) -> str:
     return text
 
 
+def model_draft_rejected(a: Answer) -> bool:
+    """The model wrote an answer that is not what is shown: rejected by the check, or replaced by a fallback."""
+    if not a.raw_answer:
+        return False
+    supported = any(c.supported for c in a.checks)
+    return a.abstained or a.mode != "llm" or bool(getattr(a, "fallback", None)) or not supported
+
+
 def answer_html(a: Answer, turn: int, entries: dict[str, CatalogEntry], text: str | None = None) -> str:
     """An answer as chat HTML: chips for citations, repaired sentences marked, the rejected draft expandable."""
     tips = {c.n: _tip(c, entries.get(c.paper_id)) for c in a.citations}
@@ -217,7 +225,7 @@ def answer_html(a: Answer, turn: int, entries: dict[str, CatalogEntry], text: st
             cls = "answer-line unsupported-line" if line.lstrip().startswith("⚠") else "answer-line"
             lines.append(f"<div class='{cls}'>{_chips(line, turn, tips, marks)}</div>")
     out = f"<div class='answer' data-turn='{turn}'><div class='answer-text'>{''.join(lines)}</div>"
-    if a.raw_answer and a.raw_answer.strip() and (a.abstained or a.mode != "llm"):
+    if a.raw_answer and a.raw_answer.strip() and model_draft_rejected(a):
         out += ("<details class='draft'><summary>Model's draft — unsupported by the sources</summary>"
                 f"<div class='draft-text'>{esc(a.raw_answer.strip())}</div></details>")
     return out + "</div>"
@@ -426,7 +434,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             yield (history, evidence_html(_turns(conversation, shown), backend, note=f"Not answered: {e}"),
                    "Not answered.", conversation, shown, gr.skip())
             return
-        history.append({"role": "user", "content": esc(message)})
+        # The user's own words: only HTML needs escaping (the chat renders no Markdown).
+        history.append({"role": "user", "content": html.escape(message, quote=False)})
         history.append({"role": "assistant", "content": streaming_html("")})
         try:
             yield history, gr.skip(), "Searching the abstracts…", conversation, shown, ""
