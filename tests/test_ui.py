@@ -169,3 +169,18 @@ def test_outside_scope_names_the_indexed_paper(assistant) -> None:  # noqa: ANN0
     assert outside_scope(assistant, question, [ids["CoRF"]]) == ["RecMem"]
     assert outside_scope(assistant, question, [ids["RecMem"], ids["CoRF"]]) == []
     assert outside_scope(assistant, "What does ZorbleNet compute?", [ids["CoRF"]]) == []
+
+
+def test_paper_metadata_from_optional_fields() -> None:
+    from types import SimpleNamespace
+
+    from ui.app import meta_line, paper_meta
+
+    cite = SimpleNamespace(title="", authors=["Ada Byron", "Alan Turing"], year=2026)
+    entry = SimpleNamespace(title="QuillNet", venue="ACL", doi="10.1000/xyz", url="javascript:alert(1)")
+    meta = paper_meta(cite, entry, None)
+    assert meta["title"] == "QuillNet" and meta["authors"] == "Ada Byron, Alan Turing" and meta["year"] == "2026"
+    line = meta_line(meta)
+    assert "href='https&#58;//doi.org/10.1000/xyz'" in line and "javascript" not in line
+    assert paper_meta(SimpleNamespace()) == dict.fromkeys(("title", "authors", "year", "venue", "doi", "url",
+                                                           "page"), "")

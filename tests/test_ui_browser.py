@@ -62,7 +62,7 @@ def hostile_papers(base: str) -> list[dict]:
     sentence = (f"BeaconNet reaches 97% recall <img src=\"{base}/beacon.png\"> on the TagSoup benchmark, see "
                 f"[the docs]({base}/md-link) and <a href=\"{base}/a-link\">this link</a>. "
                 "<style>body{display:none}</style><span style=\"display:none\">hidden words</span> "
-                f"<script>fetch('{base}/script')</script> ends here.")
+                f"<script>fetch('{base}/script')</script> costs ${{7*7}} and {{{{value}}}} units.")
     return [
         {"title": f"Beacon <img src=\"{base}/title.png\"> markup", "authors": f"<b>Mallory</b> [x]({base}/author)",
          "abstract": "We propose BeaconNet, a detector of hostile markup in abstracts. " + sentence},
@@ -288,6 +288,7 @@ def test_paper_text_is_shown_as_text_and_fetches_nothing(page, beacon: Beacon) -
         assert literal in text and f"[the docs]({beacon.base}/md-link)" in text
         assert f"<a href=\"{beacon.base}/a-link\">this link</a>" in text and "hidden words" in text
         assert "<style>body{display:none}</style>" in text and "<script>fetch(" in text
+        assert "costs ${7*7} and {{value}} units" in text  # no template evaluation either
     card = page.locator("#evidence .turn-evidence.active .evidence-card").first
     assert "<b>Mallory</b>" in card.inner_text() and f"<img src=\"{beacon.base}/title.png\">" in card.inner_text()
     page.screenshot(path=str(ARTIFACTS / "ui-escaping.png"))
@@ -315,6 +316,12 @@ def test_latex_and_cjk_show_sensibly(page) -> None:  # noqa: ANN001
     assert page.evaluate("document.fonts.check('16px \"Noto Sans CJK SC\"', '中文基准')")
     assert "Noto Sans CJK" in page.evaluate("getComputedStyle(document.querySelector('#evidence')).fontFamily")
     page.screenshot(path=str(ARTIFACTS / "ui-latex-cjk.png"))
+
+    page.get_by_role("tab", name="Papers").click()  # the table is searchable, by title too
+    table = page.locator("#paper-table")
+    table.locator("input").first.fill("中文基准")
+    page.wait_for_function("!document.querySelector('#paper-table').innerText.includes('RecMem')", timeout=WAIT)
+    assert "HanziBench" in table.inner_text() and "BeaconNet" not in table.inner_text()
 
 
 def test_empty_and_too_long_questions(page) -> None:  # noqa: ANN001

@@ -47,6 +47,7 @@ UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there a
 # Characters HTML or Markdown give a meaning to, as numeric entities: paper text can never become a tag, a link,
 # emphasis, code, math or a template placeholder, wherever it is shown.
 _ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "&<>\"'[]()*_`$\\{}~|#!:"}
+_TEMPLATE_ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "${}"}
 _CITE_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is escaped
 
@@ -54,6 +55,11 @@ _MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is esc
 def esc(text: object) -> str:
     """Untrusted text for HTML text or a quoted attribute: shown literally, never interpreted."""
     return str(text if text is not None else "").translate(_ESCAPES)
+
+
+def esc_plain(text: object) -> str:
+    """Text for an HTML element that renders no Markdown (the status line): tags and template syntax only."""
+    return html.escape(str(text if text is not None else ""), quote=False).translate(_TEMPLATE_ESCAPES)
 
 
 def safe_url(url: str) -> str:
@@ -88,7 +94,7 @@ class Backend:
             return []
 
     def paper_choices(self) -> list[tuple[str, str]]:
-        return [(f"{e.label} — {e.title}" if e.title and e.title != e.label else
+        return [(f"{e.label} — {e.title}" if getattr(e, "title", "") and e.title != e.label else
                  f"{e.label} — {e.source.rsplit('/', 1)[-1]}#{e.position}", e.paper_id) for e in self.papers()]
 
     def entries(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
@@ -105,8 +111,9 @@ def paper_meta(*objs: Any) -> dict[str, str]:
     """title/authors/year/venue/doi/url/page of a paper, from the first object that has each field."""
     out = {}
     for name in ("title", "authors", "year", "venue", "doi", "url", "page"):
-        out[name] = next((str(v) for o in objs if o is not None and (v := getattr(o, name, None)) not in
-                          (None, "", 0)), "")
+        value = next((v for o in objs if o is not None and (v := getattr(o, name, None)) not in
+                      (None, "", 0, [], ())), "")
+        out[name] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     return out
 
 
@@ -336,7 +343,7 @@ def status_text(answer: Answer, settings: Settings) -> str:
         line += f" · {answer.notice}"
     if answer.rewritten:
         line += f" · searched for: “{answer.rewritten}”"
-    return esc(line)
+    return esc_plain(line)
 
 
 def lookup_html(hits: list[Any]) -> str:
@@ -425,7 +432,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         history = list(history or [])
         shown = list(shown or [])
         if not (message or "").strip():  # nothing asked: no bubble, the status line says why
-            yield history, gr.skip(), esc("Type a question first."), conversation, shown, gr.skip()
+            yield history, gr.skip(), "Type a question first.", conversation, shown, gr.skip()
             return
         try:
             clean_question(message, settings.max_question_chars)
@@ -570,7 +577,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                         box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=8,
                                          elem_id="question", max_lines=4, container=False)
                         send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
-                    status = gr.Markdown(elem_classes=["status-line"], elem_id="status")
+                    status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
                 with gr.Column(scale=2, elem_id="evidence-col"):
                     gr.Markdown("### Evidence")
                     evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
