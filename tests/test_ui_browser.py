@@ -248,35 +248,6 @@ def test_scope_banner_and_out_of_scope_message(page) -> None:  # noqa: ANN001
     page.wait_for_function("!document.querySelector('#scope-banner .scope-active')", timeout=WAIT)
 
 
-def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_path: Path) -> None:  # noqa: ANN001
-    good = write_jsonl(tmp_path / "quill.jsonl", [{
-        "title": "QuillNet: handwriting recognition for field notebooks", "authors": "Ada Byron", "year": "2026",
-        "venue": "Workshop on Archives", "url": "https://example.org/quillnet",
-        "abstract": "We present QuillNet, a handwriting recogniser for naturalists' field notebooks. QuillNet "
-                    "transcribes 18th-century entries with a character error rate of 4.2%."}])
-    bad = tmp_path / "broken.jsonl"
-    bad.write_text('{"abstract": "We propose a method that is long enough to be read as an abstract here."}\n'
-                   '{not json\n', encoding="utf-8")
-    page.get_by_role("tab", name="Papers").click()
-    page.locator("#upload input[type=file]").set_input_files([str(good), str(bad)])
-    log = page.locator("#upload-log")
-    log.get_by_text("papers indexed").wait_for(timeout=180_000)
-    text = log.inner_text()
-    assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "43 papers indexed" in text
-    assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
-    table = page.locator("#paper-table")
-    table.get_by_text("QuillNet: handwriting recognition").first.wait_for(timeout=WAIT)
-    page.screenshot(path=str(ARTIFACTS / "ui-upload.png"))
-
-    page.get_by_role("tab", name="Ask").click()
-    time.sleep(2.1)  # the retriever checks the store version at most every 2 s
-    answer = ask(page, "What character error rate does QuillNet reach?")
-    assert "4.2%" in answer.inner_text() and answer.locator("a.cite-chip").count() >= 1
-    card = page.locator("#evidence .turn-evidence.active .evidence-card").first
-    assert "QuillNet: handwriting recognition" in card.inner_text() and "Ada Byron" in card.inner_text()
-    assert card.locator("a[href='https://example.org/quillnet']").count() == 1
-
-
 def test_paper_text_is_shown_as_text_and_fetches_nothing(page, beacon: Beacon) -> None:  # noqa: ANN001
     beacon.requests.clear()
     answer = ask(page, "What recall does BeaconNet reach on TagSoup?")
@@ -381,3 +352,43 @@ def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noq
         assert not in_viewport(page, page.locator("#evidence .evidence-card").first)
     finally:
         context.close()
+
+
+def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_path: Path) -> None:  # noqa: ANN001
+    good = write_jsonl(tmp_path / "quill.jsonl", [{
+        "title": "QuillNet: handwriting recognition for field notebooks", "authors": "Ada Byron", "year": "2026",
+        "venue": "Workshop on Archives", "url": "https://example.org/quillnet",
+        "abstract": "We present QuillNet, a handwriting recogniser for naturalists' field notebooks. QuillNet "
+                    "transcribes 18th-century entries with a character error rate of 4.2%."}])
+    # Enough papers that embedding takes a few seconds, so the progress bar can be seen (last test: these papers
+    # would otherwise change what the other tests retrieve).
+    bulk = write_jsonl(tmp_path / "bulk.jsonl", [{
+        "title": f"Glacier survey {i}", "abstract": f"We survey glacier number {i} of the Zorvath range with drones. "
+        f"Its tongue retreated {i % 17 + 3} metres per year between 2001 and 2024, measured by lidar."}
+        for i in range(120)])
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"abstract": "We propose a method that is long enough to be read as an abstract here."}\n'
+                   '{not json\n', encoding="utf-8")
+    page.get_by_role("tab", name="Papers").click()
+    page.locator("#upload input[type=file]").set_input_files([str(good), str(bulk), str(bad)])
+    progress = page.locator("#upload-log .progress-level-inner").get_by_text("Embedding")
+    progress.first.wait_for(state="visible", timeout=WAIT)  # the ingest's own progress (tqdm), shown as a bar
+    page.screenshot(path=str(ARTIFACTS / "ui-upload-progress.png"))
+    log = page.locator("#upload-log")
+    log.get_by_text("papers indexed").wait_for(timeout=180_000)
+    text = log.inner_text()
+    assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "163 papers indexed" in text
+    assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
+    table = page.locator("#paper-table")
+    table.locator("input").first.fill("QuillNet")
+    page.wait_for_function("document.querySelector('#paper-table').innerText.includes('QuillNet: handwriting')",
+                           timeout=WAIT)
+    page.screenshot(path=str(ARTIFACTS / "ui-upload.png"))
+
+    page.get_by_role("tab", name="Ask").click()
+    time.sleep(2.1)  # the retriever checks the store version at most every 2 s
+    answer = ask(page, "What character error rate does QuillNet reach?")
+    assert "4.2%" in answer.inner_text() and answer.locator("a.cite-chip").count() >= 1
+    card = page.locator("#evidence .turn-evidence.active .evidence-card").first
+    assert "QuillNet: handwriting recognition" in card.inner_text() and "Ada Byron" in card.inner_text()
+    assert card.locator("a[href='https://example.org/quillnet']").count() == 1
