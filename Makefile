@@ -47,6 +47,11 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	@command -v pdflatex >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q texlive-latex-recommended; }
+	@# CJK glyphs (the seed lists' headers are Chinese) render as boxes in headless Chromium without Noto CJK.
+	@fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO flock /tmp/apt.lock apt-get install -y -q fonts-noto-cjk || { $$SUDO apt-get update -q && \
+	  $$SUDO flock /tmp/apt.lock apt-get install -y -q fonts-noto-cjk; }; }
 	touch $@
 
 test-deps: $(VENV)/.test-installed

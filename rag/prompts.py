@@ -63,3 +63,6 @@ REFERENCE_NO_METADATA = ("metadata not available: the input had no title, author
                          "read from {where}, paper id {paper_id}")
 # Where a paper of a paper list came from, in reference lines: the list's header names the list, not a venue.
 REFERENCE_FROM_LIST = "{where} (list “{collection}”)"
+# --- scope (UI): a question about a paper that is indexed but outside the papers the user selected -------
+OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
+OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."

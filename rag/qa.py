@@ -301,3 +301,27 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
                   citations=citations, retrieved=retrieved, checks=checked.checks,
                   unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
                   removed_citations=checked.removed_citations)
+
+
+def outside_scope(assistant: Assistant, question: str, paper_ids: list[str]) -> list[str]:
+    """Names in a question that the whole index has, but only in papers outside `paper_ids`.
+
+    An answer restricted to some papers abstains with "the abstracts don't say anything about X" even when X is
+    indexed; the UI uses this to say that X is outside the selection instead. Checked against the unscoped
+    index: a retrieved paper outside the scope whose label the question names, or whose abstract contains a
+    specific term of the question that no paper in the scope contains.
+    """
+    from rag.extractive import mentions
+
+    q = clean_question(question, assistant.settings.max_question_chars)
+    scope = set(paper_ids)
+    inside = list(assistant.retriever.store.get_papers(list(scope)).values())
+    outside = [p for p in assistant.retriever.retrieve(q, k=assistant.settings.top_k).papers
+               if p.paper_id not in scope]
+    names = [p.label for p in outside if mentions(q, p.label) and not any(mentions(q, i.label) for i in inside)]
+    for term in analyse(q).specific:
+        if any(mentions(term, n) for n in names) or any(mentions(p.text, term) for p in inside):
+            continue
+        if any(mentions(p.text, term) or mentions(term, p.label) for p in outside):
+            names.append(term)
+    return list(dict.fromkeys(names))

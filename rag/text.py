@@ -30,7 +30,7 @@ _LATEX_SYMBOL_RE = re.compile(
 _LATEX_WRAPPER_RE = re.compile(r"\\(?:textbf|textit|texttt|textsc|emph|mathrm|mathbf|mathit|mathcal|text|underline)\{([^{}]*)\}")
 _LATEX_CMD_RE = re.compile(r"\\[A-Za-z]+")
 _MD_BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
-_MD_ITALIC_RE = re.compile(r"(?<![\w*])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])")
+_MD_ITALIC_RE = re.compile(r"(?<![\w*^_])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])")
 _WS_RE = re.compile(r"\s+")
 
 

@@ -37,3 +37,10 @@ def test_ids_depend_on_text_not_whitespace() -> None:
     assert stable_id("A  paper\nabout   things.") == stable_id("A paper about things.")
     assert stable_id("A paper about things.") != stable_id("A paper about other things.")
     assert len(stable_id("x" * 50)) == 12
+
+
+def test_superscript_stars_are_not_markdown_emphasis() -> None:
+    """`C^\\star(x) and C^\\star(y)` once lost both stars to the italic rule ("C^(x) and C^(y)")."""
+    assert clean_markup(r"we bound C^\star(x) and C^\star(y) tightly") == "we bound C^*(x) and C^*(y) tightly"
+    assert clean_markup(r"$x_i^*$ and $y_i^*$") == "x_i^* and y_i^*"
+    assert clean_markup("an *emphasised* word") == "an emphasised word"

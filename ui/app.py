@@ -1,24 +1,34 @@
-"""The web UI (Gradio 6): streaming cited chat with an evidence panel, citation lookup and a paper browser.
+"""The web UI (Gradio 6): streaming cited chat with clickable citations and per-answer evidence, citation lookup,
+and a paper browser with upload.
 
 A thin client of `rag`: every answer comes from `rag.chat.Conversation` (one per browser session), and the
 `/ask`, `/lookup` and `/papers` API endpoints return the same fields as `papers ask --json`.
+
+Everything that comes from a paper (abstract, title, label, authors, quotes) is untrusted: it is written into
+HTML only through `esc`, which also neutralises Markdown, so it shows as text in the chat and in the evidence
+panel. The chat is rendered without Markdown; its HTML is built here.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import re
+import shutil
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import gradio as gr
 
+from rag import prompts
 from rag.chat import Conversation
-from rag.qa import Assistant, QuestionError
-from rag.schema import Answer
+from rag.qa import Assistant, QuestionError, clean_question, outside_scope
+from rag.schema import Answer, Citation
 from rag.settings import Settings
-from rag.store import StoreError
+from rag.store import CatalogEntry, StoreError
 from rag.text import split_sentences
 
 log = logging.getLogger(__name__)
@@ -29,18 +39,37 @@ EXAMPLES = [
     "Which papers study test-time scaling?",
     "What speedup does CoRF report?",
 ]
-CSS = """
-.evidence-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px;
-  margin-bottom: 10px; background: var(--background-fill-secondary);}
-.evidence-card summary {cursor: pointer; font-weight: 600;}
-.evidence-card .meta {color: var(--body-text-color-subdued); font-size: 0.85em; margin: 2px 0 6px;}
-.evidence-card mark {background: #fde68a; color: #111; padding: 0 2px; border-radius: 3px;}
-.evidence-card .abstract {margin-top: 6px; line-height: 1.5;}
-.unsupported {border-left: 3px solid #dc2626; padding-left: 8px; margin: 6px 0; color: #b91c1c;}
-.lookup-ref {font-family: var(--font-mono); font-size: 0.85em; user-select: all; background:
-  var(--background-fill-primary); padding: 4px 6px; border-radius: 4px; display: block; margin-top: 4px;}
-.status-line {font-size: 0.9em; color: var(--body-text-color-subdued);}
-"""
+_HERE = Path(__file__).resolve().parent
+CSS = (_HERE / "app.css").read_text(encoding="utf-8")
+JS = (_HERE / "app.js").read_text(encoding="utf-8")
+UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there and ingested like any corpus path
+
+# Characters HTML or Markdown give a meaning to, as numeric entities: paper text can never become a tag, a link,
+# emphasis, code, math or a template placeholder, wherever it is shown.
+_ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "&<>\"'[]()*_`$\\{}~|#!:"}
+_TEMPLATE_ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "${}"}
+_CITE_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is escaped
+
+
+def esc(text: object) -> str:
+    """Untrusted text for HTML text or a quoted attribute: shown literally, never interpreted."""
+    return str(text if text is not None else "").translate(_ESCAPES)
+
+
+def esc_plain(text: object) -> str:
+    """Text for an HTML element that renders no Markdown (the status line): tags and template syntax only."""
+    return html.escape(str(text if text is not None else ""), quote=False).translate(_TEMPLATE_ESCAPES)
+
+
+def safe_url(url: str) -> str:
+    """A paper's link if it is a plain http(s) URL, else "" (no javascript:, data: or relative links)."""
+    u = (url or "").strip()
+    try:
+        parsed = urlparse(u)
+    except ValueError:
+        return ""
+    return u if parsed.scheme in ("http", "https") and parsed.netloc and not re.search(r"\s", u) else ""
 
 
 class Backend:
@@ -50,6 +79,7 @@ class Backend:
         self.settings = settings
         self._assistant = assistant
         self._lock = threading.Lock()
+        self.ingest_lock = threading.Lock()  # one upload ingest at a time per process
 
     def assistant(self) -> Assistant:
         with self._lock:
@@ -57,61 +87,245 @@ class Backend:
                 self._assistant = Assistant(self.settings)
             return self._assistant
 
-    def paper_choices(self) -> list[tuple[str, str]]:
+    def papers(self) -> list[CatalogEntry]:
         try:
-            return [(f"{e.label} — {e.source.rsplit('/', 1)[-1]}#{e.position}", e.paper_id)
-                    for e in self.assistant().papers()]
+            return self.assistant().papers()
         except StoreError:
             return []
 
+    def paper_choices(self) -> list[tuple[str, str]]:
+        return [(f"{e.label} — {e.title}" if getattr(e, "title", "") and e.title != e.label else
+                 f"{e.label} — {e.source.rsplit('/', 1)[-1]}#{e.position}", e.paper_id) for e in self.papers()]
 
-# --- rendering ------------------------------------------------------------------------------------------
+    def entries(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
+        try:
+            return self.assistant().retriever.store.get_papers(list(dict.fromkeys(paper_ids)))
+        except Exception:  # the evidence falls back to what the answer carries
+            log.exception("could not read paper records")
+            return {}
+
+
+# --- paper metadata (optional fields: read with getattr, so older stores and answers still render) ------------
+
+def paper_meta(*objs: Any) -> dict[str, str]:
+    """title/authors/year/venue/doi/url/page of a paper, from the first object that has each field."""
+    out = {}
+    for name in ("title", "authors", "year", "venue", "doi", "url", "page"):
+        value = next((v for o in objs if o is not None and (v := getattr(o, name, None)) not in
+                      (None, "", 0, [], ())), "")
+        out[name] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return out
+
+
+def paper_link(meta: dict[str, str]) -> str:
+    """The paper's URL, or its DOI as a doi.org link ("" when neither is a safe http(s) address)."""
+    if meta.get("url") and safe_url(meta["url"]):
+        return safe_url(meta["url"])
+    doi = meta.get("doi", "").strip()
+    if doi:
+        doi = re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", doi, flags=re.I)
+        return safe_url(f"https://doi.org/{doi}")
+    return ""
+
+
+def meta_line(meta: dict[str, str]) -> str:
+    """authors · year · venue · link, escaped; "" when the input had none of them."""
+    parts = [esc(meta[k]) for k in ("authors", "year", "venue") if meta.get(k)]
+    link = paper_link(meta)
+    if link:
+        shown = esc(meta["doi"]) if meta.get("doi") and not meta.get("url") else esc(urlparse(link).netloc)
+        parts.append(f"<a href='{esc(link)}' target='_blank' rel='noopener noreferrer nofollow'>{shown} ↗</a>")
+    return f"<div class='meta paper-meta'>{' · '.join(parts)}</div>" if parts else ""
+
+
+def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "") -> str:
+    """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
+    tail = (f" · page {esc(page)}" if page else "") + (f" · {extra}" if extra else "")
+    return f"<div class='meta'>id {esc(paper_id)} · {esc(source)}#{position}{tail}</div>"
+
+
+def reference_text(c: Citation, entry: CatalogEntry | None) -> str:
+    """One plain-text reference: authors (year). Title. Venue. Link — or the project's reference line."""
+    meta = paper_meta(c, entry)
+    if not (meta["title"] or meta["authors"]):
+        return c.reference or f"{c.label}. {c.source}#{c.position}"
+    head = meta["authors"] + (f" ({meta['year']})" if meta["year"] else "")
+    parts = [p for p in (head, meta["title"] or c.label, meta["venue"], paper_link(meta)) if p]
+    return ". ".join(p.rstrip(".") for p in parts) + "."
+
+
+def bibtex_for(entries: list[Any]) -> str | None:
+    """BibTeX for some papers through rag.references (None when that module is not installed)."""
+    try:
+        from rag.references import to_bibtex  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    if not entries:
+        return None
+    try:
+        out = to_bibtex(entries)
+    except TypeError:  # a per-paper function
+        out = "\n\n".join(to_bibtex(e) for e in entries)
+    except Exception:
+        log.exception("BibTeX export failed")
+        return None
+    return out if isinstance(out, str) and out.strip() else None
+
+
+# --- rendering: chat ------------------------------------------------------------------------------------
 
 def _highlight(text: str, quotes: list[str]) -> str:
     """The abstract as HTML with the supporting sentences marked (all text escaped: abstracts are data)."""
     out = []
     for s in split_sentences(text):
-        esc = html.escape(s)
-        out.append(f"<mark>{esc}</mark>" if any(q and (q in s or s in q) for q in quotes) else esc)
+        e = esc(s)
+        out.append(f"<mark>{e}</mark>" if any(q and (q in s or s in q) for q in quotes) else e)
     return " ".join(out)
 
 
-def _meta(paper_id: str, source: str, position: int, extra: str = "") -> str:
-    """The id · source#position line of a paper card (escaped: ids and paths come from user files)."""
-    tail = f" · {html.escape(extra)}" if extra else ""
-    return f"<div class='meta'>id {html.escape(paper_id)} · {html.escape(source)}#{position}{tail}</div>"
+def _tip(c: Citation, entry: CatalogEntry | None) -> str:
+    title = paper_meta(c, entry)["title"]
+    quote = c.quote if len(c.quote) <= 320 else c.quote[:317].rstrip() + "…"
+    title_html = f"<span class='tip-title'>{esc(title)}</span>" if title and title != c.label else ""
+    return f"<span class='cite-tip'><b>[{c.n}] {esc(c.label)}</b>{title_html}<span class='tip-quote'>“{esc(quote)}”</span></span>"
 
 
-def evidence_html(answer: Answer | None, backend: Backend) -> str:
-    """Evidence panel: a card per cited paper with its abstract and the supporting sentences highlighted."""
-    if answer is None:
-        return "<p class='status-line'>Evidence for the latest answer appears here.</p>"
-    parts = []
-    for u in answer.unsupported:
-        parts.append(f"<div class='unsupported'>⚠ Not supported by the cited sources: "
-                     f"{html.escape(u['sentence'])} <em>({html.escape(u['reason'])})</em></div>")
-    if not answer.citations:
+def _chips(line: str, turn: int, tips: dict[int, str], marks: list[str]) -> str:
+    """A line of answer text, escaped, with every known [n] turned into a chip and repair marks put back."""
+    out, last = [], 0
+    for m in _CITE_RE.finditer(line):
+        nums = [int(x) for x in m.group(1).split(",")]
+        if not all(n in tips for n in nums):
+            continue
+        out.append(esc(line[last:m.start()]))
+        out.extend(f"<a class='cite-chip' href='#ev-{turn}-{n}'>[{n}]{tips[n]}</a>" for n in nums)
+        last = m.end()
+    out.append(esc(line[last:]))
+    text = "".join(out)
+    for i, how in enumerate(marks):
+        text = text.replace(f"{_MARK}{i}{_MARK}", f"<span class='repaired-mark' title='citation repaired: "
+                                                  f"{esc(how)}'>↺ {esc(how)}</span>")
+    return text
+
+
+def model_draft_rejected(a: Answer) -> bool:
+    """The model wrote an answer that is not what is shown: rejected by the check, or replaced by a fallback."""
+    if not a.raw_answer:
+        return False
+    supported = any(c.supported for c in a.checks)
+    return a.abstained or a.mode != "llm" or bool(getattr(a, "fallback", None)) or not supported
+
+
+def answer_html(a: Answer, turn: int, entries: dict[str, CatalogEntry], text: str | None = None) -> str:
+    """An answer as chat HTML: chips for citations, repaired sentences marked, the rejected draft expandable."""
+    tips = {c.n: _tip(c, entries.get(c.paper_id)) for c in a.citations}
+    body = a.answer if text is None else text
+    marks: list[str] = []
+    for ch in a.checks:
+        how = getattr(ch, "repaired", "") or ""
+        if how and ch.sentence and ch.sentence in body:
+            body = body.replace(ch.sentence, f"{ch.sentence}{_MARK}{len(marks)}{_MARK}", 1)
+            marks.append(how)
+    lines = []
+    for line in body.split("\n"):
+        if line.strip():
+            cls = "answer-line unsupported-line" if line.lstrip().startswith("⚠") else "answer-line"
+            lines.append(f"<div class='{cls}'>{_chips(line, turn, tips, marks)}</div>")
+    out = f"<div class='answer' data-turn='{turn}'><div class='answer-text'>{''.join(lines)}</div>"
+    if a.raw_answer and a.raw_answer.strip() and model_draft_rejected(a):
+        out += ("<details class='draft'><summary>Model's draft — unsupported by the sources</summary>"
+                f"<div class='draft-text'>{esc(a.raw_answer.strip())}</div></details>")
+    return out + "</div>"
+
+
+def streaming_html(text: str) -> str:
+    """The answer while it streams in (escaped; chips come with the checked answer)."""
+    lines = "".join(f"<div class='answer-line'>{esc(x)}</div>" for x in text.split("\n") if x.strip())
+    return f"<div class='answer streaming'><div class='answer-text'>{lines or '…'}</div></div>"
+
+
+def plain_answer(a: Answer, entries: dict[str, CatalogEntry], text: str | None = None) -> str:
+    """What "Copy answer" gives: the answer as plain text, then a numbered reference list."""
+    out = (a.answer if text is None else text).strip()
+    if a.citations:
+        out += "\n\nReferences\n" + "\n".join(f"[{c.n}] {reference_text(c, entries.get(c.paper_id))}"
+                                               for c in a.citations)
+    return out
+
+
+# --- rendering: evidence --------------------------------------------------------------------------------
+
+EMPTY_EVIDENCE = ("<p class='status-line'>Evidence for an answer appears here. Click a citation such as "
+                  "[1] in any answer to see its paper and the quoted sentence.</p>")
+
+
+def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
+    meta = paper_meta(c, entry)
+    supporting = [s for s in c.quote.split(" … ") if s]
+    supporting += [ch.evidence for ch in a.checks if ch.evidence and ch.evidence_n == c.n]
+    abstract = _highlight(entry.text, supporting) if entry and entry.text else f"<mark>{esc(c.quote)}</mark>"
+    title = (f" <span class='card-title'>— {esc(meta['title'])}</span>"
+             if meta["title"] and meta["title"] != c.label else "")
+    return (f"<div class='evidence-card' id='ev-{turn}-{c.n}' data-turn='{turn}' data-n='{c.n}' "
+            f"data-paper='{esc(c.paper_id)}'><div class='card-head'><span class='card-n'>[{c.n}]</span>"
+            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, meta['page'])}"
+            f"<div class='abstract'>{abstract}</div></div>")
+
+
+def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active: bool,
+                  text: str | None = None) -> str:
+    """One answer's evidence: its cited papers, the uncited retrieved ones, copy and BibTeX buttons."""
+    cited = [entries.get(c.paper_id) for c in a.citations]
+    bib = bibtex_for([e for e in cited if e is not None]) if a.citations else None
+    tools = f"<button data-action='copy-answer' data-turn='{turn}'>Copy answer</button>"
+    if bib:
+        tools += (f"<button data-action='copy-bibtex' data-turn='{turn}'>Copy BibTeX</button>"
+                  f"<button data-action='download-bibtex' data-turn='{turn}'>Download .bib</button>")
+    parts = [f"<div class='turn-evidence{' active' if active else ''}' data-turn='{turn}'>",
+             f"<div class='turn-head'><span class='turn-question'>Answer {turn + 1}: “{esc(a.question)}”</span>"
+             f"{tools}</div>"]
+    for u in a.unsupported:
+        parts.append(f"<div class='unsupported'>⚠ Not supported by the cited sources: {esc(u['sentence'])} "
+                     f"<em>({esc(u['reason'])})</em></div>")
+    if a.citations:
+        parts.extend(_card(c, a, turn, entries.get(c.paper_id)) for c in a.citations)
+    else:
         parts.append("<p class='status-line'>No paper is cited for this answer.</p>")
-        return "\n".join(parts)
-    entries = backend.assistant().retriever.store.get_papers([c.paper_id for c in answer.citations])
-    for c in answer.citations:
-        e = entries.get(c.paper_id)
-        supporting = [s for s in c.quote.split(" … ") if s]
-        supporting += [ch.evidence for ch in answer.checks if ch.evidence and ch.evidence_n == c.n]
-        abstract = _highlight(e.text, supporting) if e else html.escape(c.quote)
-        first = html.escape(supporting[0]) if supporting else ""
-        parts.append(
-            f"<details class='evidence-card' data-paper='{html.escape(c.paper_id)}' open>"
-            f"<summary>[{c.n}] {html.escape(c.label)}</summary>{_meta(c.paper_id, c.source, c.position)}"
-            f"<div class='supporting'><mark>{first}</mark></div>"
-            f"<details><summary>Whole abstract</summary><div class='abstract'>{abstract}</div></details>"
-            f"</details>")
-    return "\n".join(parts)
+    cited_ids = {c.paper_id for c in a.citations}
+    others = [r for r in a.retrieved if r.paper_id not in cited_ids]
+    if others:
+        head = "Closest papers" if a.abstained else "Also retrieved (not cited)"
+        items = []
+        for r in others:
+            title = paper_meta(entries.get(r.paper_id))["title"]
+            t = f" — {esc(title)}" if title and title != r.label else ""
+            items.append(f"<li data-paper='{esc(r.paper_id)}'><b>{esc(r.label)}</b>{t} "
+                         f"<span class='meta'>score {r.score:.3f}</span></li>")
+        parts.append(f"<div class='also-retrieved'><h4>{head}</h4><ul>{''.join(items)}</ul></div>")
+    parts.append(f"<textarea class='copy-source plain' readonly>{esc(plain_answer(a, entries, text))}</textarea>")
+    if bib:
+        parts.append(f"<textarea class='copy-source bibtex' readonly>{esc(bib)}</textarea>")
+    parts.append("</div>")
+    return "".join(parts)
 
 
-def sources_markdown(answer: Answer) -> str:
-    return "\n".join(f"**[{c.n}] {c.label}** — `{c.paper_id}` — {c.source}#{c.position}  \n“{c.quote}”"
-                     for c in answer.citations)
+def evidence_html(turns: list[tuple[Answer, str]], backend: Backend, active: int | None = None,
+                  note: str = "") -> str:
+    """Every answer's evidence (one shown at a time: a chip shows its own answer's), plus an optional note.
+
+    `turns` are (answer, text shown); `active` is the answer shown (default the latest); with a `note` (the
+    last question failed) no answer's evidence is shown until a chip is clicked.
+    """
+    if not turns and not note:
+        return EMPTY_EVIDENCE
+    ids = [x.paper_id for a, _ in turns for x in (*a.citations, *a.retrieved)]
+    entries = backend.entries(ids) if ids else {}
+    active = (len(turns) - 1 if active is None else active) if not note else -1
+    parts = [turn_evidence(a, i, entries, i == active, text) for i, (a, text) in enumerate(turns)]
+    if note:
+        parts.append(f"<div class='turn-evidence active' data-turn='note'><p class='status-line'>{esc(note)}</p>"
+                     "</div>")
+    return "<div class='evidence-root'>" + "".join(parts) + "</div>"
 
 
 def status_text(answer: Answer, settings: Settings) -> str:
@@ -129,24 +343,65 @@ def status_text(answer: Answer, settings: Settings) -> str:
         line += f" · {answer.notice}"
     if answer.rewritten:
         line += f" · searched for: “{answer.rewritten}”"
-    return line
+    return esc_plain(line)
 
 
 def lookup_html(hits: list[Any]) -> str:
+    """Lookup results with a match strength (strong / weak / none) when the scorer gives one; no raw RRF."""
     if not hits:
         return "<p>No matching papers.</p>"
     rows = []
     for i, h in enumerate(hits, 1):
+        meta = paper_meta(h)
+        strength = getattr(h, "strength", None)
+        badge = f"<span class='strength strength-{esc(strength)}'>match: {esc(strength)}</span>" if strength else ""
+        title = (f" <span class='card-title'>— {esc(meta['title'])}</span>"
+                 if meta["title"] and meta["title"] != h.label else "")
         rows.append(
-            f"<div class='evidence-card' data-paper='{html.escape(h.paper_id)}'>"
-            f"<b>{i}. {html.escape(h.label)}</b>{_meta(h.paper_id, h.source, h.position, f'score {h.score:.3f}')}"
-            f"<mark>{html.escape(h.sentence)}</mark>"
-            f"<code class='lookup-ref' title='Reference line (select to copy)'>{html.escape(h.reference)}</code>"
-            f"</div>")
+            f"<div class='evidence-card' data-paper='{esc(h.paper_id)}'>"
+            f"<div class='card-head'>{i}. {esc(h.label)}{title}{badge}</div>{meta_line(meta)}"
+            f"{id_line(h.paper_id, h.source, h.position)}<mark>{esc(h.sentence)}</mark>"
+            f"<code class='lookup-ref' title='Reference line (select to copy)'>{esc(h.reference)}</code></div>")
     return "\n".join(rows)
 
 
-# --- handlers -------------------------------------------------------------------------------------------
+def scope_banner(scope: list[str] | None, backend: Backend) -> str:
+    """The visible sign that answers are restricted to some papers ("" when every paper is searched)."""
+    if not scope:
+        return ""
+    entries = backend.entries(scope)
+    names = "".join(f"<span class='scope-paper'>{esc(entries[p].label if p in entries else p)}</span>"
+                    for p in scope)
+    n = len(scope)
+    return (f"<div class='scope-active' role='status'><b>Scope active:</b> answers come only from "
+            f"{n} selected paper{'s' if n != 1 else ''} {names}</div>")
+
+
+def paper_rows(entries: list[CatalogEntry]) -> list[list[Any]]:
+    return [[e.label, paper_meta(e)["title"], paper_meta(e)["authors"], paper_meta(e)["year"],
+             paper_meta(e)["venue"], e.paper_id] for e in entries]
+
+
+PAPER_HEADERS = ["label", "title", "authors", "year", "venue", "id"]
+
+
+def paper_card(e: CatalogEntry) -> str:
+    meta = paper_meta(e)
+    title = f" <span class='card-title'>— {esc(meta['title'])}</span>" if meta["title"] and meta["title"] != e.label else ""
+    return (f"<div class='evidence-card paper-card' data-paper='{esc(e.paper_id)}'><div class='card-head'>"
+            f"{esc(e.label)}{title}</div>{meta_line(meta)}{id_line(e.paper_id, e.source, e.position)}"
+            f"<div class='abstract'>{esc(e.text)}</div></div>")
+
+
+def ingest_lines(report: Any) -> list[str]:
+    """The same per-file messages and summary as `papers ingest`."""
+    lines = [f"skipped: {x}" for x in report.problems] + [f"note: {x}" for x in report.warnings + report.duplicates]
+    lines.append(f"{report.papers_seen} papers read; {len(report.added)} added, {len(report.reembedded)} "
+                 f"re-embedded, {len(report.relocated)} moved, {len(report.removed)} removed, "
+                 f"{report.unchanged} unchanged; {report.chunks_embedded} chunks embedded; "
+                 f"{report.total_papers} papers indexed ({report.seconds:.1f} s)")
+    return lines
+
 
 def _friendly(error: Exception) -> str:
     if isinstance(error, QuestionError):
@@ -157,68 +412,129 @@ def _friendly(error: Exception) -> str:
     return f"⚠ Something went wrong ({type(error).__name__}). Please try again."
 
 
+def _notice_html(text: str) -> str:
+    return f"<div class='answer notice'><div class='answer-text'>{esc(text)}</div></div>"
+
+
 def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Blocks:
     """The whole UI; `assistant` may be given (tests) or is created on first use."""
     backend = Backend(settings, assistant)
     modes = ["extractive", "llm"] if settings.llm_configured else ["extractive"]
     default_mode = settings.effective_answer_mode
 
-    def respond(message: str, history: list[dict], conversation: Conversation | None, mode: str, k: float,
-                scope: list[str] | None) -> Iterator[tuple[list[dict], str, str, Conversation | None, str]]:
+    def _turns(conversation: Conversation | None, shown: list[str | None]) -> list[tuple[Answer, str | None]]:
+        turns = conversation.turns if conversation is not None else []
+        shown = list(shown) + [None] * (len(turns) - len(shown))
+        return [(t.answer, s) for t, s in zip(turns, shown)]
+
+    def respond(message: str, history: list[dict], conversation: Conversation | None, shown: list[str | None],
+                mode: str, k: float, scope: list[str] | None) -> Iterator[tuple[Any, ...]]:
         history = list(history or [])
-        history.append({"role": "user", "content": message or ""})
+        shown = list(shown or [])
+        if not (message or "").strip():  # nothing asked: no bubble, the status line says why
+            yield history, gr.skip(), "Type a question first.", conversation, shown, gr.skip()
+            return
         try:
+            clean_question(message, settings.max_question_chars)
+        except QuestionError as e:  # refused: said in the chat, and the text stays in the box to be shortened
+            history.append({"role": "assistant", "content": _notice_html(f"⚠ {e}")})
+            yield (history, evidence_html(_turns(conversation, shown), backend, note=f"Not answered: {e}"),
+                   "Not answered.", conversation, shown, gr.skip())
+            return
+        # The user's own words: only HTML needs escaping (the chat renders no Markdown).
+        history.append({"role": "user", "content": html.escape(message, quote=False)})
+        history.append({"role": "assistant", "content": streaming_html("")})
+        try:
+            yield history, gr.skip(), "Searching the abstracts…", conversation, shown, ""
             if conversation is None:
                 conversation = Conversation(backend.assistant())
-            history.append({"role": "assistant", "content": "…"})
-            yield history, gr.skip(), "Searching the abstracts…", conversation, ""
             text = ""
             for event in conversation.stream(message, k=int(k), paper_ids=scope or None, mode=mode):
                 if event.kind == "token":
                     text += event.text
-                    history[-1] = {"role": "assistant", "content": text}
-                    yield history, gr.skip(), "Answering…", conversation, ""
+                    history[-1] = {"role": "assistant", "content": streaming_html(text)}
+                    yield history, gr.skip(), "Answering…", conversation, shown, gr.skip()
                 elif event.kind == "reset":
                     text = ""
                 elif event.kind == "final" and event.answer is not None:
                     a = event.answer
-                    history[-1] = {"role": "assistant", "content": a.answer}
-                    if a.citations:
-                        history.append({"role": "assistant", "content": sources_markdown(a),
-                                        "metadata": {"title": f"Sources ({len(a.citations)})"}})
-                    yield history, evidence_html(a, backend), status_text(a, settings), conversation, ""
+                    view = None
+                    if scope and a.abstained:
+                        names = outside_scope(backend.assistant(), a.rewritten or a.question, scope)
+                        if names:
+                            template = prompts.OUT_OF_SCOPE_ONE if len(names) == 1 else prompts.OUT_OF_SCOPE_MANY
+                            view = template.format(names=", ".join(names))
+                    shown = (shown + [None] * len(conversation.turns))[:len(conversation.turns) - 1] + [view]
+                    turn = len(conversation.turns) - 1
+                    entries = backend.entries([c.paper_id for c in a.citations])
+                    history[-1] = {"role": "assistant", "content": answer_html(a, turn, entries, view)}
+                    yield (history, evidence_html(_turns(conversation, shown), backend), status_text(a, settings),
+                           conversation, shown, gr.skip())
         except Exception as e:  # every failure becomes a message in the chat, never a traceback
             if history and history[-1]["role"] == "assistant":
                 history.pop()
-            history.append({"role": "assistant", "content": _friendly(e)})
-            yield history, gr.skip(), "Not answered.", conversation, ""
+            message_text = _friendly(e)
+            history.append({"role": "assistant", "content": _notice_html(message_text)})
+            yield (history, evidence_html(_turns(conversation, shown), backend, note=f"Not answered: {message_text}"),
+                   "Not answered.", conversation, shown, gr.skip())
 
     def pick_example(evt: gr.SelectData) -> str:
         return evt.value["text"]
 
-    def clear() -> tuple[list, str, str, None, str]:
-        return [], evidence_html(None, backend), "", None, ""
+    def reset() -> tuple[Any, ...]:
+        """New chat: the messages, the conversation memory, every answer's evidence and the scope."""
+        return [], EMPTY_EVIDENCE, "", None, [], "", gr.update(value=[])
+
+    def scope_changed(scope: list[str] | None) -> tuple[str, Any]:
+        return scope_banner(scope, backend), gr.update(visible=bool(scope))
 
     def ui_lookup(query: str, k: float) -> str:
         try:
             return lookup_html(backend.assistant().cite(query, k=int(k)))
         except Exception as e:
-            return f"<p>{html.escape(_friendly(e))}</p>"
-
-    def paper_table() -> list[list[Any]]:
-        try:
-            return [[e.label, e.paper_id, e.source, e.position] for e in backend.assistant().papers()]
-        except Exception:
-            return []
+            return f"<p>{esc(_friendly(e))}</p>"
 
     def show_paper(evt: gr.SelectData) -> str:
         try:
-            row = evt.row_value
-            e = backend.assistant().retriever.store.get_papers([row[1]])[row[1]]
+            pid = str(evt.row_value[-1])
+            e = backend.entries([pid])[pid]
         except Exception as err:
-            return f"<p>{html.escape(_friendly(err))}</p>"
-        return (f"<div class='evidence-card'><b>{html.escape(e.label)}</b>{_meta(e.paper_id, e.source, e.position)}"
-                f"<div class='abstract'>{html.escape(e.text)}</div></div>")
+            return f"<p>{esc(_friendly(err))}</p>"
+        return paper_card(e)
+
+    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, ...]:
+        """Copy the dropped files under the data dir and ingest them; new papers are answerable at once
+        (the retriever follows the store version)."""
+        if not files:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        from rag.embed import EmbeddingModelError
+        from rag.ingest import ingest
+
+        dest = Path(settings.data_dir) / UPLOAD_DIR
+        lines: list[str] = []
+        with backend.ingest_lock:
+            progress(0.02, desc="Copying files")
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                name = Path(str(f)).name
+                if not name or name.startswith("."):
+                    lines.append(f"skipped: {name or '(no name)'}: hidden or unnamed file")
+                    continue
+                shutil.copyfile(str(f), dest / name)
+            progress(0.05, desc="Reading and embedding")
+            try:
+                report = ingest(settings, [dest], progress=True)
+                lines += ingest_lines(report)
+            except (StoreError, EmbeddingModelError) as e:
+                lines.append(f"error: {e}")
+        log_html = "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
+        papers = backend.papers()
+        return (log_html, gr.update(value=paper_rows(papers)), gr.update(choices=backend.paper_choices()),
+                header_text(len(papers)))
+
+    def header_text(count: int) -> str:
+        return (f"## Paper Q&A\n{count} papers indexed. Every answer cites its papers (click a citation to see "
+                "its evidence); sentences the citation check cannot trace to a cited paper are marked ⚠.")
 
     # Documented API endpoints (gradio_client): the same fields as `papers ask --json`.
     def ask(question: str, mode: str = "auto", k: int = 5, paper_ids: list[str] | None = None) -> dict:
@@ -237,55 +553,73 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             return [{"error": str(e)}]
 
     with gr.Blocks(title="Paper Q&A") as demo:
-        count = len(backend.paper_choices())
-        gr.Markdown(f"## Paper Q&A\n{count} papers indexed. Every answer cites its papers; sentences the "
-                    "citation check cannot trace to a cited paper are marked ⚠.")
+        papers = backend.papers()
+        header = gr.Markdown(header_text(len(papers)))
         conversation = gr.State(None)
+        shown = gr.State([])
         with gr.Tab("Ask"):
-            with gr.Row():
+            with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
+                    with gr.Row(equal_height=False):
+                        scope = gr.Dropdown(backend.paper_choices(), multiselect=True, label="Restrict to papers",
+                                            info="Leave empty to search all papers.", elem_id="scope", scale=5)
+                        reset_btn = gr.Button("New chat", elem_id="reset-button", scale=0, min_width=110,
+                                              size="sm", icon=None)
+                    with gr.Row(equal_height=True):
+                        banner = gr.HTML("", elem_id="scope-banner", js_on_load=None)
+                        scope_clear = gr.Button("Search all papers", visible=False, elem_id="scope-clear",
+                                                size="sm", scale=0, min_width=150)
                     chatbot = gr.Chatbot(label="Chat", height=480, examples=[{"text": x} for x in EXAMPLES],
                                          placeholder="Ask a question about the papers, or pick an example.",
-                                         buttons=["copy"], elem_id="chat")
+                                         buttons=[], render_markdown=False, latex_delimiters=[],
+                                         elem_id="chat")
                     with gr.Row():
                         box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=8,
                                          elem_id="question", max_lines=4, container=False)
                         send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
-                        clear_btn = gr.Button("Clear", scale=1, min_width=80, elem_id="clear-button")
-                    status = gr.Markdown(elem_classes=["status-line"], elem_id="status")
-                with gr.Column(scale=2):
+                    status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
+                with gr.Column(scale=2, elem_id="evidence-col"):
                     gr.Markdown("### Evidence")
-                    evidence = gr.HTML(evidence_html(None, backend), elem_id="evidence")
+                    evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
+            gr.HTML("<button id='evidence-toggle' data-action='toggle-evidence'>Evidence</button>",
+                    js_on_load=None)
             with gr.Accordion("Options", open=False):
                 with gr.Row():
                     mode = gr.Radio(modes, value=default_mode, label="Answer mode",
                                     info=None if settings.llm_configured else
                                     "LLM mode appears when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
                     k = gr.Slider(1, 10, value=settings.top_k, step=1, label="Papers retrieved")
-                scope = gr.Dropdown(backend.paper_choices(), multiselect=True, label="Restrict to papers",
-                                    info="Leave empty to search all papers.", elem_id="scope")
         with gr.Tab("Citation lookup"):
             query = gr.Textbox(label="Method name, claim or topic", elem_id="lookup-query",
                                placeholder="e.g. Dynamic Motion Slider")
             with gr.Row():
                 lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
                 lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
-            lookup_out = gr.HTML(elem_id="lookup-results")
+            lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
         with gr.Tab("Papers"):
-            table = gr.Dataframe(paper_table(), headers=["label", "id", "source", "position"], interactive=False,
-                                 elem_id="paper-table")
-            paper_view = gr.HTML()
+            upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
+                                 file_count="multiple", type="filepath", elem_id="upload")
+            upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
+            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False,
+                                 show_search="search", wrap=True, elem_id="paper-table")
+            paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
 
-        inputs = [box, chatbot, conversation, mode, k, scope]
-        outputs = [chatbot, evidence, status, conversation, box]
+        inputs = [box, chatbot, conversation, shown, mode, k, scope]
+        outputs = [chatbot, evidence, status, conversation, shown, box]
         box.submit(respond, inputs, outputs, api_visibility="undocumented")
         send.click(respond, inputs, outputs, api_visibility="undocumented")
         chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
             respond, inputs, outputs, api_visibility="undocumented")
-        clear_btn.click(clear, None, outputs, api_visibility="undocumented")
+        reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope]
+        reset_btn.click(reset, None, reset_outputs, api_visibility="undocumented")
+        chatbot.clear(reset, None, reset_outputs, api_visibility="undocumented")
+        scope.change(scope_changed, scope, [banner, scope_clear], api_visibility="undocumented")
+        scope_clear.click(lambda: gr.update(value=[]), None, scope, api_visibility="undocumented")
         query.submit(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         lookup_btn.click(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         table.select(show_paper, None, paper_view, api_visibility="undocumented")
+        upload_box.upload(upload, upload_box, [upload_log, table, scope, header], api_visibility="undocumented")
+        demo.load(None, None, None, js=JS)
         gr.api(ask, api_name="ask")
         gr.api(cite, api_name="lookup")
     demo.queue(default_concurrency_limit=8)
