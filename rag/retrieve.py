@@ -138,6 +138,7 @@ class Retriever:
             if self._bm25_version != key:
                 from rag.localindex import ensure_local_index
 
+                self.store.check_vectors()  # a damaged vector index is named here, with the way out
                 self._local = ensure_local_index(self.settings, self.store)
                 self._bm25_version = key
             self._checked_at = time.monotonic()
