@@ -13,11 +13,15 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from .test_chroma_server import chroma_server  # noqa: F401  (the `chroma run` fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 TREES = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ironwood", "Juniper", "Kapok",
@@ -194,3 +198,123 @@ def test_killed_ingest_at_every_write_is_repaired_by_the_next(tmp_path: Path) ->
         print(f"{kill_points} kill points, {len(diffs)} differences")
         assert kill_points >= 20
         assert diffs == [], "\n".join(diffs[:40])
+
+
+# --- serving while ingesting -------------------------------------------------------------------------------
+
+SERVE_QUESTION = question(3)  # DogwoodNet
+NEW_QUESTION = question(39)  # PapayaNet, added by the ingest
+
+
+@pytest.mark.slow
+def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chroma_server, embedder) -> None:  # noqa: ANN001
+    """A UI process's assistant (Chroma server) asked again and again while an ingest edits DogwoodNet (10 -> 45
+    percent) and adds PapayaNet: every step whose paper list did not change meanwhile answers from that list's
+    version (never "listed but not answerable", never the old number beside the new text)."""
+    import threading
+    import time
+
+    from rag.ingest import ingest as run_ingest
+    from rag.qa import Assistant
+    from rag.settings import load_settings
+
+    host, port = chroma_server
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    papers = [{"id": TREES[i].lower(), "abstract": abstract(i, 10 + i)} for i in range(12)]
+    write_jsonl(corpus / "a.jsonl", papers)
+    s = load_settings(_env_file=None, data_dir=tmp_path / "data", chroma_host=host, chroma_port=port,
+                      ingest_batch_papers=1)
+    run_ingest(s, [corpus], embedder=embedder, progress=False)
+    serving = Assistant(s)
+    assert "papaya" not in {e.paper_id for e in serving.papers()}
+
+    papers[3]["abstract"] = abstract(3, 45)
+    write_jsonl(corpus / "a.jsonl", papers + [{"id": "papaya", "abstract": abstract(39, 33)}]
+                + [{"id": f"x{i}", "abstract": abstract(12 + i, 50 + i)} for i in range(6)])
+    steps: list[dict] = []
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set() or len(steps) < 5:
+            listed = {e.paper_id: e.text for e in serving.papers()}
+            dog = serving.ask(SERVE_QUESTION)
+            new = serving.ask(NEW_QUESTION)
+            hits = serving.cite("PapayaNet")
+            again = {e.paper_id: e.text for e in serving.papers()}
+            steps.append({"same": listed == again, "listed": listed, "dog": dog.answer,
+                          "new_cited": any(c.paper_id == "papaya" for c in new.citations),
+                          "hit": bool(hits) and hits[0].paper_id == "papaya"})
+            if done.is_set() and steps[-1]["same"] and "papaya" in listed:
+                return
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    time.sleep(1)
+    run_ingest(s, [corpus], embedder=embedder, progress=False)
+    done.set()
+    worker.join(timeout=120)
+    assert not worker.is_alive()
+    stable = [x for x in steps if x["same"]]
+    old = [x for x in stable if "papaya" not in x["listed"]]
+    new = [x for x in stable if "papaya" in x["listed"]]
+    assert old and new, (len(old), len(new))
+    bad = []
+    for x in stable:
+        has_new = "papaya" in x["listed"]
+        dog_text = x["listed"]["dogwood"]
+        number = "45 percent" if "45 percent" in dog_text else "13 percent"
+        if x["new_cited"] != has_new or x["hit"] != has_new or number not in x["dog"]:
+            bad.append(x)
+    print(f"{len(steps)} serving steps during the ingest ({len(old)} old version, {len(new)} new), "
+          f"{len(bad)} inconsistent")
+    assert bad == []
+    seen_new = [("papaya" in x["listed"]) for x in stable]
+    assert seen_new == sorted(seen_new), "once the new version is served, the old one never comes back"
+
+
+def _hold(kind: str, data: Path) -> subprocess.Popen:
+    """Another process holding the embedded store: as a reader (a UI) or as a writer (an ingest)."""
+    code = ("import sys, time; from pathlib import Path; from rag.settings import load_settings; "
+            "from rag import store; s = load_settings(_env_file=None, data_dir=Path(sys.argv[1])); "
+            + ("store.hold_reader_lock(s)" if kind == "reader" else "store.writer_lock(s).__enter__()")
+            + "; print('held', flush=True); time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(data)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_embedded_store_refuses_a_second_process_instead_of_serving_half_an_update(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rag.cli import app
+    from rag.settings import load_settings
+    from rag.store import StoreError, hold_reader_lock, ingest_running, writer_lock
+
+    data = tmp_path / "data"
+    s = load_settings(_env_file=None, data_dir=data)
+    reader = _hold("reader", data)
+    try:
+        with pytest.raises(StoreError, match="open in another papers process.*chroma run"):
+            with writer_lock(s):
+                pass
+        r = CliRunner().invoke(app, ["ingest", str(tmp_path)], env={"PAPERS_DATA_DIR": str(data)})
+        assert r.exit_code == 1 and "open in another papers process" in r.output, r.output
+    finally:
+        reader.kill()
+        reader.wait()
+    writer = _hold("writer", data)
+    try:
+        assert ingest_running(s)
+        with pytest.raises(StoreError, match="`papers ingest` is writing"):
+            hold_reader_lock(s)
+        with pytest.raises(StoreError, match=r"another `papers ingest` \(pid \d+\)"):
+            with writer_lock(s):
+                pass
+    finally:
+        writer.kill()  # a killed ingest holds nothing
+        writer.wait()
+    assert not ingest_running(s)
+    with writer_lock(s):
+        assert ingest_running(s)
