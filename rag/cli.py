@@ -290,9 +290,12 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs n
     checkup = diagnose(settings)
     _echo(f"store: {checkup.summary}")
     if repair and any(f.repairable for f in checkup.findings):
+        from rag.store import writer_lock
+
         try:
-            for line in run_repair(settings, checkup):
-                _echo(f"repaired: {line}")
+            with writer_lock(settings):  # repairs write: not under a running UI or ingest
+                for line in run_repair(settings, checkup):
+                    _echo(f"repaired: {line}")
         except StoreError as e:
             _fail(str(e))
         checkup = diagnose(settings)
@@ -337,7 +340,10 @@ def main() -> None:
     except Exception as e:  # the last line of defence: users see a message, not a stack trace
         if os.environ.get("PAPERS_DEBUG"):
             raise
-        typer.echo(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)", err=True)
+        from rag.settings import redact
+
+        typer.echo(terminal_safe(redact(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)")),
+                   err=True)
         sys.exit(1)
 
 

@@ -92,8 +92,8 @@ def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any
     )
 
 
-def _deadline_client(deadline: float) -> Any:
-    """An httpx client whose responses fail at the first byte read after `deadline` (time.monotonic)."""
+def _deadline_client(deadline: list[float]) -> Any:
+    """An httpx client whose responses fail at the first byte read after `deadline[0]` (time.monotonic)."""
     import httpx
 
     class Body(httpx.SyncByteStream):
@@ -102,7 +102,7 @@ def _deadline_client(deadline: float) -> Any:
 
         def __iter__(self) -> Iterator[bytes]:
             for part in self.inner:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline[0]:
                     raise httpx.ReadTimeout("the reply took longer than the whole-reply timeout")
                 yield part
 
@@ -118,18 +118,21 @@ def _deadline_client(deadline: float) -> Any:
     return httpx.Client(transport=Transport(), follow_redirects=True)
 
 
-def _within_deadline(settings: Settings, produce: Callable[[Any], Iterator[T]]) -> Iterator[T]:
-    """Items of `produce(http_client)`, read on a worker thread; LLMUnavailable once the whole reply has
-    taken longer than settings.llm_timeout_s (and for any failure of the worker, with its reason)."""
+def _within_deadline(settings: Settings, run: Callable[[OpenAILike], Iterator[T]],
+                     max_tokens: int | None = None) -> Iterator[T]:
+    """Items of `run(llm)`, read on a worker thread; LLMUnavailable once the reply has taken longer than
+    settings.llm_timeout_s (and for any failure of the worker, with its reason). The client is built first,
+    in the caller's thread: its imports are not the server's time."""
     timeout = settings.llm_timeout_s
-    deadline = time.monotonic() + timeout
+    deadline = [float("inf")]
     client = _deadline_client(deadline)
+    llm = make_llm(settings, max_tokens=max_tokens, http_client=client)
     out: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
 
     def work() -> None:
         try:
-            for item in produce(client):
+            for item in run(llm):
                 if stop.is_set():
                     return
                 out.put(("item", item))
@@ -139,11 +142,12 @@ def _within_deadline(settings: Settings, produce: Callable[[Any], Iterator[T]]) 
         finally:
             client.close()
 
+    deadline[0] = time.monotonic() + timeout
     threading.Thread(target=work, name="llm-reply", daemon=True).start()
     try:
         while True:
             try:
-                kind, value = out.get(timeout=max(0.0, deadline - time.monotonic()))
+                kind, value = out.get(timeout=max(0.0, deadline[0] - time.monotonic()))
             except queue.Empty:
                 raise LLMUnavailable(f"the LLM at {endpoint(settings)} did not answer within {timeout:g} s"
                                      ) from None
@@ -230,8 +234,8 @@ def _defang(text: str) -> str:
 def stream_answer(settings: Settings, messages: list[ChatMessage]) -> Iterator[str]:
     """Yield text deltas from the LLM; raise LLMUnavailable (with the reason) on any failure, and when the
     whole reply takes longer than PAPERS_LLM_TIMEOUT_S."""
-    def deltas(client: Any) -> Iterator[str]:
-        for chunk in make_llm(settings, http_client=client).stream_chat(messages):
+    def deltas(llm: OpenAILike) -> Iterator[str]:
+        for chunk in llm.stream_chat(messages):
             if chunk.delta:
                 yield chunk.delta
 
@@ -246,10 +250,10 @@ def stream_answer(settings: Settings, messages: list[ChatMessage]) -> Iterator[s
 def complete(settings: Settings, messages: list[ChatMessage], max_tokens: int | None = None) -> str:
     """A whole (non-streamed) reply within PAPERS_LLM_TIMEOUT_S; raise LLMUnavailable on failure or an empty
     reply."""
-    def reply(client: Any) -> Iterator[Any]:
-        yield make_llm(settings, max_tokens=max_tokens, http_client=client).chat(messages)
+    def reply(llm: OpenAILike) -> Iterator[Any]:
+        yield llm.chat(messages)
 
-    got = list(_within_deadline(settings, reply))
+    got = list(_within_deadline(settings, reply, max_tokens=max_tokens))
     message = got[0].message if got and got[0] else None
     text = (message.content or "").strip() if message else ""
     if not text:

@@ -218,7 +218,7 @@ def test_partly_malformed_jsonl_keeps_good_lines_current(tmp_path: Path, embedde
 
 
 def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
-    """A FIFO named x.txt, a symlink to /dev/zero named z.txt and a symlink to the FIFO: skipped at once."""
+    """A FIFO named x.txt and a symlink to /dev/zero named z.txt: skipped at once, unread."""
     import threading
 
     from rag.corpus import scan
@@ -227,7 +227,6 @@ def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
     corpus.mkdir()
     os.mkfifo(corpus / "x.txt")
     (corpus / "z.txt").symlink_to("/dev/zero")
-    (corpus / "y.md").symlink_to(corpus / "x.txt")
     (corpus / "good.txt").write_text(ABSTRACTS[0])
     result = {}
     worker = threading.Thread(target=lambda: result.update(scan=scan([corpus], 2**20, 20_000)), daemon=True)
@@ -239,7 +238,6 @@ def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
     joined = "\n".join(found.problems)
     assert any("x.txt" in p and "named pipe (FIFO), not a regular file" in p for p in found.problems), joined
     assert any("z.txt" in p and "character device, not a regular file" in p for p in found.problems), joined
-    assert any("y.md" in p and "FIFO" in p for p in found.problems), joined
 
 
 def test_memory_error_on_one_file_does_not_stop_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,4 +295,4 @@ def test_terminal_escapes_in_an_abstract_never_reach_the_terminal(tmp_path: Path
         assert "FooNet" in r.output, (what, r.output)
         for bad in ("\x1b", "\x07", "\x9b"):
             assert bad not in r.output, (what, repr(bad), r.output)
-    assert "pwned" in runs["list "].output  # shown as plain text, not obeyed
+    assert "We propose FooNetred, a sparse" in runs["list "].output  # the sequences are removed, the text stays
