@@ -32,6 +32,7 @@ T = TypeVar("T")
 
 LOCAL_API_KEY = "not-needed"  # local servers ignore the key, but the openai client insists on one
 CHARS_PER_TOKEN = 4           # rough budget estimate; abstracts are English prose
+PREPARE_S = 30                # most a request may take to be sent (client set-up) before it counts as failed
 
 
 class LLMConfigError(ValueError):
@@ -92,8 +93,9 @@ def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any
     )
 
 
-def _deadline_client(deadline: list[float]) -> Any:
-    """An httpx client whose responses fail at the first byte read after `deadline[0]` (time.monotonic)."""
+def _deadline_client(deadline: list[float], timeout: float) -> Any:
+    """An httpx client that starts the clock (`deadline[0]`, time.monotonic) when it sends the request and
+    whose response fails at the first byte read after it."""
     import httpx
 
     class Body(httpx.SyncByteStream):
@@ -111,6 +113,8 @@ def _deadline_client(deadline: list[float]) -> Any:
 
     class Transport(httpx.HTTPTransport):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if deadline[0] == float("inf"):
+                deadline[0] = time.monotonic() + timeout
             r = super().handle_request(request)
             return httpx.Response(r.status_code, headers=r.headers, stream=Body(r.stream),
                                   extensions=r.extensions)
@@ -121,11 +125,11 @@ def _deadline_client(deadline: list[float]) -> Any:
 def _within_deadline(settings: Settings, run: Callable[[OpenAILike], Iterator[T]],
                      max_tokens: int | None = None) -> Iterator[T]:
     """Items of `run(llm)`, read on a worker thread; LLMUnavailable once the reply has taken longer than
-    settings.llm_timeout_s (and for any failure of the worker, with its reason). The client is built first,
-    in the caller's thread: its imports are not the server's time."""
+    settings.llm_timeout_s (and for any failure of the worker, with its reason). The clock starts when the
+    request is sent: building the client (imports, on first use) is not the server's time."""
     timeout = settings.llm_timeout_s
     deadline = [float("inf")]
-    client = _deadline_client(deadline)
+    client = _deadline_client(deadline, timeout)
     llm = make_llm(settings, max_tokens=max_tokens, http_client=client)
     out: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
@@ -142,13 +146,16 @@ def _within_deadline(settings: Settings, run: Callable[[OpenAILike], Iterator[T]
         finally:
             client.close()
 
-    deadline[0] = time.monotonic() + timeout
+    not_sent_by = time.monotonic() + timeout + PREPARE_S
     threading.Thread(target=work, name="llm-reply", daemon=True).start()
     try:
         while True:
+            limit = deadline[0] if deadline[0] != float("inf") else not_sent_by
             try:
-                kind, value = out.get(timeout=max(0.0, deadline[0] - time.monotonic()))
+                kind, value = out.get(timeout=min(0.25, max(0.0, limit - time.monotonic())))
             except queue.Empty:
+                if time.monotonic() < (deadline[0] if deadline[0] != float("inf") else not_sent_by):
+                    continue
                 raise LLMUnavailable(f"the LLM at {endpoint(settings)} did not answer within {timeout:g} s"
                                      ) from None
             if kind == "item":
