@@ -19,7 +19,8 @@ FORGET_AFTER_S = 900   # failures older than this no longer count
 
 
 class LoginGuard:
-    """`await guard(user, password)` -> bool, for gradio's `auth=`."""
+    """`await guard.check(user, password)` -> bool; pass `guard.check` (a coroutine function: gradio awaits
+    only those, and would take an un-awaited coroutine object for a successful login) as gradio's `auth=`."""
 
     def __init__(self, user: str, password: str) -> None:
         self._user = user.encode()
@@ -48,7 +49,7 @@ class LoginGuard:
         overall, last_any = self._all_failures
         self._all_failures = ((overall if now - last_any < FORGET_AFTER_S else 0) + 1, now)
 
-    async def __call__(self, user: str, password: str) -> bool:
+    async def check(self, user: str, password: str) -> bool:
         if len(self._locks) > 10_000:
             self._locks = {u: lk for u, lk in self._locks.items() if lk.locked()}
         lock = self._locks.setdefault(user, asyncio.Lock())

@@ -40,6 +40,8 @@ class _RedactingRecords:
             return record
         if "@" in message:
             record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:  # a traceback quotes URLs too (e.g. httpx's status errors)
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
         return record
 
 

@@ -127,6 +127,13 @@ def hold_reader_lock(settings: Settings) -> None:
     _store_locks[key] = (fd, "sh")
 
 
+def release_reader_lock(settings: Settings) -> None:
+    """Stop holding the embedded store open (a script or test done reading, before another process ingests)."""
+    held = _store_locks.pop(str(settings.data_dir.resolve()), None)
+    if held is not None:
+        os.close(held[0])
+
+
 def _holder(settings: Settings) -> str:
     try:
         pid = (settings.data_dir / ".ingest.lock").read_text().strip()

@@ -240,7 +240,8 @@ def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chrom
     done = threading.Event()
 
     def serve() -> None:
-        while not done.is_set() or len(steps) < 5:
+        until = None
+        while True:
             listed = {e.paper_id: e.text for e in serving.papers()}
             dog = serving.ask(SERVE_QUESTION)
             new = serving.ask(NEW_QUESTION)
@@ -249,8 +250,10 @@ def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chrom
             steps.append({"same": listed == again, "listed": listed, "dog": dog.answer,
                           "new_cited": any(c.paper_id == "papaya" for c in new.citations),
                           "hit": bool(hits) and hits[0].paper_id == "papaya"})
-            if done.is_set() and steps[-1]["same"] and "papaya" in listed:
-                return
+            if done.is_set():  # after the ingest: until the new version is served (or 30 s)
+                until = until or time.monotonic() + 30
+                if (steps[-1]["same"] and "papaya" in listed) or time.monotonic() > until:
+                    return
 
     worker = threading.Thread(target=serve, daemon=True)
     worker.start()
@@ -281,7 +284,7 @@ def _hold(kind: str, data: Path) -> subprocess.Popen:
     """Another process holding the embedded store: as a reader (a UI) or as a writer (an ingest)."""
     code = ("import sys, time; from pathlib import Path; from rag.settings import load_settings; "
             "from rag import store; s = load_settings(_env_file=None, data_dir=Path(sys.argv[1])); "
-            + ("store.hold_reader_lock(s)" if kind == "reader" else "store.writer_lock(s).__enter__()")
+            + ("store.hold_reader_lock(s)" if kind == "reader" else "held = store.writer_lock(s); held.__enter__()")
             + "; print('held', flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(data)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))

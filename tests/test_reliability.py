@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rag.cli import app
 from rag.ingest import ingest
 from rag.qa import Assistant, QuestionError
-from rag.store import Store, StoreError
+from rag.store import Store, StoreError, release_reader_lock
 
 from .conftest import ABSTRACTS, CORPUS, ROOT, llm_settings, make_settings, write_jsonl
 
@@ -63,6 +63,7 @@ def test_killed_ingest_resumes_and_keeps_every_paper_once(tmp_path: Path) -> Non
     assert report["total_papers"] == 2000
     settings = make_settings(data)
     assert_consistent(settings, {f"p{i:05d}" for i in range(2000)})
+    release_reader_lock(settings)  # this process is done reading: the next ingest may write
     again = json.loads(run_cli(data, "ingest", "--json", str(corpus)).stdout)
     assert again["unchanged"] == 2000 and again["chunks_embedded"] == 0
     a = Assistant(settings).ask("Which paper proposes Method01234?")

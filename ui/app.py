@@ -300,7 +300,7 @@ def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
         from rag.login import LoginGuard
 
         user, _, password = settings.ui_auth.get_secret_value().partition(":")
-        auth = LoginGuard(user, password)
+        auth = LoginGuard(user, password).check
     demo.launch(server_name=settings.ui_host, server_port=settings.ui_port, auth=auth, css=CSS,
                 prevent_thread_lock=prevent_thread_lock, footer_links=["api"], quiet=True)
     return demo
