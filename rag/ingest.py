@@ -155,6 +155,12 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     repairing = interrupted or store.chunks.count() != sum(e.n_chunks for e in catalog.values())
     work = report.changed or repairing or not store.version
     target = store.begin_update() if work else ""
+    if work and settings.chroma_host:
+        # Serving processes re-read the store's state every VERSION_CHECK_S: once they have seen the pending
+        # marker they search their own index version only, so no question meets a half-written store.
+        from rag.retrieve import VERSION_CHECK_S
+
+        time.sleep(VERSION_CHECK_S + 0.5)
     if repairing:
         stored = store.chunk_summary()
         orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]

@@ -111,6 +111,7 @@ class Retriever:
         self._bm25_version: str | None = None
         self._checked_at = 0.0
         self._refresh_lock = threading.Lock()
+        self._changing = False  # an ingest had the store pending at the last refresh
 
     @property
     def embedder(self) -> Any:
@@ -135,12 +136,14 @@ class Retriever:
                 return
             self.store.refresh()
             key = f"{self.store.version}/{self.store.pending}"
+            changing = bool(self.store.pending) and bool(self.settings.chroma_host)
             if self._bm25_version != key:
                 from rag.localindex import ensure_local_index
 
                 self.store.check_vectors()  # a damaged vector index is named here, with the way out
                 self._local = ensure_local_index(self.settings, self.store)
                 self._bm25_version = key
+            self._changing = changing
             self._checked_at = time.monotonic()
 
     def warm_up(self) -> None:
@@ -179,7 +182,13 @@ class Retriever:
             return Retrieval(question, [], vector, timings, mode, {}, index=None)
         ranked: list[list[int]] = []
         cosine: dict[int, float] = {}
-        if mode in ("hybrid", "dense"):
+        if mode in ("hybrid", "dense") and self._changing:
+            # An ingest is writing the store: its vectors are not this index version's, so the dense search
+            # runs over the version's own vectors (exact, in memory) until the new version is loaded.
+            t = time.perf_counter()
+            ranked.append(_dense_in_index(local, vector, n, paper_ids, cosine))
+            timings["dense_ms"] = (time.perf_counter() - t) * 1000
+        elif mode in ("hybrid", "dense"):
             t = time.perf_counter()
             try:
                 got = self.store.chunks.query(query_embeddings=[vector], n_results=n,
@@ -240,6 +249,22 @@ class Retriever:
                                for r, c in zip(rows, cosines)), key=lambda c: c.index)
             p.complete = True
         return retrieval
+
+
+def _dense_in_index(local: LocalIndex, vector: list[float], n: int, paper_ids: list[str] | None,
+                    cosine: dict[int, float]) -> list[int]:
+    """Top-n rows by cosine over the local index's own vectors (they are normalised), optionally within papers."""
+    import numpy as np
+
+    q = np.asarray(vector, dtype=np.float32)
+    rows = None if not paper_ids else [r for pid in paper_ids for r in local.rows_of_paper.get(pid, [])]
+    if rows == []:
+        return []
+    sims = (np.asarray(local.vectors) if rows is None else np.asarray(local.vectors[rows])) @ q
+    top = np.argsort(-sims, kind="stable")[:n]
+    out = [int(i) if rows is None else rows[int(i)] for i in top]
+    cosine.update((row, float(sims[i])) for row, i in zip(out, top))
+    return out
 
 
 def _hit(e: CatalogEntry, score: float) -> PaperHit:
