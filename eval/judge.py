@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag.cite import SEMANTIC_MIN, UNSUPPORTED_MARK, SourceText, check_answer, names_paper, strip_citations
 from rag.text import split_sentences
+from rag.settings import redact
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -162,7 +163,7 @@ class LLMJudge:
 
     @property
     def description(self) -> str:
-        where = self.settings.openai_base_url or "api.openai.com"
+        where = redact(self.settings.openai_base_url or "api.openai.com")
         return f"llm: {self.settings.llm_model} at {where} (claims extracted, then each verified, yes/no)"
 
     def _ask(self, system: str, user: str, max_tokens: int) -> str:

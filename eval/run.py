@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.cite import UNSUPPORTED_MARK, SourceText, cited_numbers, strip_citations
 from rag.prompts import is_abstention
+from rag.settings import redact
 from rag.text import split_sentences
 
 from eval.judge import Claim, Judge, agreement, load_labels
@@ -224,7 +225,7 @@ def run_info(settings: Settings, mode: str, k: int | None, judge: Judge, questio
         "commit": _git_commit(),
     }
     if mode == "llm" or judge.name == "llm":
-        info |= {"llm_model": settings.llm_model, "llm_base_url": settings.openai_base_url or "api.openai.com",
+        info |= {"llm_model": settings.llm_model, "llm_base_url": redact(settings.openai_base_url or "api.openai.com"),
                  "llm_temperature": settings.llm_temperature, "llm_max_tokens": settings.llm_max_tokens}
     return info
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -26,8 +28,35 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Ask questions about paper abstracts and get answers that cite the papers.")
 
 
+_CSI_OSC_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
+                         r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
+_C1_TO_JSON = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
+
+
+def terminal_safe(text: object) -> str:
+    """Text from papers (and LLM replies) as the terminal may show it: escape sequences (colours, window
+    titles, cursor moves) removed, other control characters shown as U+FFFD; newlines and tabs kept.
+
+    Only the output is cleaned: the stored text stays as it was read."""
+    s = str(text)
+    s = _CSI_OSC_RE.sub("", s)
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) != "Cc" else "\ufffd" for ch in s)
+
+
+def _echo(text: object = "", **kwargs: object) -> None:
+    typer.echo(terminal_safe(text), **kwargs)
+
+
+def _json_line(obj: object) -> str:
+    """JSON for a terminal: json escapes C0 control characters itself; C1 ones (U+0080-U+009F, which some
+    terminals obey) are escaped here too."""
+    return json.dumps(obj, ensure_ascii=False, default=str).translate(_C1_TO_JSON)
+
+
 def _fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
+    from rag.settings import redact
+
+    typer.echo(f"error: {terminal_safe(redact(message))}", err=True)
     raise typer.Exit(code)
 
 
@@ -58,31 +87,31 @@ def _assistant(settings: Settings) -> Assistant:
 
 def _print_answer(answer: Answer, body: bool = True) -> None:
     if body:
-        typer.echo(answer.answer)
+        _echo(answer.answer)
     if answer.rewritten:
-        typer.echo(f"(searched for: {answer.rewritten})")
+        _echo(f"(searched for: {answer.rewritten})")
     if answer.citations:
-        typer.echo("\nSources:")
+        _echo("\nSources:")
         for c in answer.citations:
             page = f", p. {c.page}" if c.page else ""
-            typer.echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
+            _echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
             if c.title:
-                typer.echo(f"    {c.reference}")
-            typer.echo(f"    “{c.quote}”")
+                _echo(f"    {c.reference}")
+            _echo(f"    “{c.quote}”")
     for u in answer.unsupported:
-        typer.echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
+        _echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
     if answer.removed_citations:
-        typer.echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
+        _echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
     if answer.notice:
-        typer.echo(f"\nnote: {answer.notice}")
+        _echo(f"\nnote: {answer.notice}")
     total = answer.timings_ms.get("total_ms", 0.0)
-    typer.echo(f"\n({answer.mode} · {total:.0f} ms)")
+    _echo(f"\n({answer.mode} · {total:.0f} ms)")
 
 
 def _print_checked(answer: Answer) -> None:
     """After a streamed answer: the checked version when the citation check changed it, then the sources."""
     if answer.raw_answer is not None and answer.answer.strip() != answer.raw_answer.strip():
-        typer.echo("\nAfter the citation check:\n" + answer.answer)
+        _echo("\nAfter the citation check:\n" + answer.answer)
     _print_answer(answer, body=False)
 
 
@@ -104,12 +133,12 @@ def ingest(
         _fail(str(e))
         return
     for line in report.problems:
-        typer.echo(f"skipped: {line}", err=True)
+        _echo(f"skipped: {line}", err=True)
     for line in report.warnings + report.duplicates:
-        typer.echo(f"note: {line}", err=True)
+        _echo(f"note: {line}", err=True)
     if json_out:
         d = {k: v for k, v in report.__dict__.items()}
-        typer.echo(json.dumps(d, default=str))
+        typer.echo(_json_line(d))
     else:
         typer.echo(f"{report.papers_seen} papers read; {len(report.added)} added, {len(report.reembedded)} "
                    f"re-embedded, {len(report.relocated)} moved, {len(report.removed)} removed, "
@@ -126,7 +155,7 @@ def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamE
     answer = None
     for event in events:
         if event.kind == "token":
-            typer.echo(event.text, nl=False)
+            _echo(event.text, nl=False)
         elif event.kind == "reset":
             typer.echo("\n[the LLM failed mid-answer; falling back]")
         elif event.kind == "final":
@@ -147,6 +176,7 @@ def ask(
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
     from rag.qa import QuestionError
+    from rag.store import StoreError
 
     settings = _settings()
     assistant = _assistant(settings)
@@ -162,15 +192,17 @@ def ask(
         except QuestionError as e:
             failed = True
             if json_out:
-                typer.echo(json.dumps({"question": q, "error": str(e)}, ensure_ascii=False))
+                typer.echo(_json_line({"question": q, "error": str(e)}))
             else:
-                typer.echo(f"error: {e}", err=True)
+                _echo(f"error: {e}", err=True)
             continue
+        except StoreError as e:
+            _fail(str(e))
         if json_out:
-            typer.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+            typer.echo(_json_line(answer.to_dict()))
         else:
             if len(questions) > 1:
-                typer.echo(f"Q: {q}")
+                _echo(f"Q: {q}")
             _print_answer(answer)
             if len(questions) > 1:
                 typer.echo("")
@@ -188,6 +220,7 @@ def cite(
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic."""
     from rag.qa import QuestionError
+    from rag.store import StoreError
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
@@ -197,8 +230,11 @@ def cite(
     except QuestionError as e:
         _fail(str(e), 2)
         return
+    except StoreError as e:
+        _fail(str(e))
+        return
     if fmt is not None:
-        typer.echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
+        _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
         return
     if json_out:
         from rag.references import paper_fields
@@ -206,12 +242,12 @@ def cite(
         entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
         results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
                                  if h.paper_id in entries else {}) for h in hits]
-        typer.echo(json.dumps({"query": query, "results": results}, ensure_ascii=False))
+        typer.echo(_json_line({"query": query, "results": results}))
         return
     for i, h in enumerate(hits, 1):
-        typer.echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
-        typer.echo(f"   “{h.sentence}”")
-        typer.echo(f"   ref: {h.reference}")
+        _echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
+        _echo(f"   “{h.sentence}”")
+        _echo(f"   ref: {h.reference}")
 
 
 REFERENCE_FORMATS = ("bibtex", "ris", "text")
@@ -231,31 +267,36 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
                                                   help="Print every paper as a reference: bibtex, ris or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
+    from rag.store import StoreError
+
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
     assistant = _assistant(_settings())
-    papers = assistant.papers()
+    try:
+        papers = assistant.papers()
+    except StoreError as e:
+        _fail(str(e))
+        return
     if fmt is not None:
-        typer.echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
+        _echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
         return
     from rag.readers.sections import abstract_of
 
     for e in papers:
         abstract = abstract_of(e.text, e.layout)  # a PDF's text is the whole paper
         if json_out:
-            typer.echo(json.dumps({"paper_id": e.paper_id, "label": e.label, "source": e.source,
+            typer.echo(_json_line({"paper_id": e.paper_id, "label": e.label, "source": e.source,
                                    "position": e.position, "title": e.title, "abstract": abstract,
                                    "authors": e.authors, "year": e.year, "venue": e.venue, "doi": e.doi,
                                    "arxiv": e.arxiv, "url": e.url, "key": e.key, "collection": e.collection,
-                                   "full_text": bool(e.layout)},
-                                  ensure_ascii=False))
+                                   "full_text": bool(e.layout)}))
         else:
-            typer.echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
+            _echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
             described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
                                                f"doi:{e.doi}" if e.doi else e.url) if p)
             if described:
-                typer.echo(f"    {described}")
-            typer.echo(f"    {abstract[:160]}{'…' if len(abstract) > 160 else ''}")
+                _echo(f"    {described}")
+            _echo(f"    {abstract[:160]}{'…' if len(abstract) > 160 else ''}")
 
 
 @app.command()
@@ -279,7 +320,34 @@ def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Paper
             answer = _stream_to_terminal(conversation.stream(q, k=k, mode=mode))
             _print_checked(answer)
         except QuestionError as e:
-            typer.echo(f"error: {e}")
+            _echo(f"error: {e}")
+
+
+@app.command()
+def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs no re-embedding.")) -> None:
+    """Check that the store, its catalog and the local index agree; say how to fix each problem."""
+    from rag.doctor import diagnose
+    from rag.doctor import repair as run_repair
+    from rag.store import StoreError
+
+    settings = _settings()
+    checkup = diagnose(settings)
+    _echo(f"store: {checkup.summary}")
+    if repair and any(f.repairable for f in checkup.findings):
+        from rag.store import writer_lock
+
+        try:
+            with writer_lock(settings):  # repairs write: not under a running UI or ingest
+                for line in run_repair(settings, checkup):
+                    _echo(f"repaired: {line}")
+        except StoreError as e:
+            _fail(str(e))
+        checkup = diagnose(settings)
+    for f in checkup.findings:
+        _echo(f.line())
+    if checkup.findings:
+        raise typer.Exit(1)
+    _echo("no problems found")
 
 
 @app.command()
@@ -316,7 +384,10 @@ def main() -> None:
     except Exception as e:  # the last line of defence: users see a message, not a stack trace
         if os.environ.get("PAPERS_DEBUG"):
             raise
-        typer.echo(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)", err=True)
+        from rag.settings import redact
+
+        typer.echo(terminal_safe(redact(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)")),
+                   err=True)
         sys.exit(1)
 
 

@@ -1,8 +1,13 @@
 """Corpus reading: paper-list files, JSON Lines and single-paper text files become `Paper` records.
 
 Every problem with an input file becomes a one-line message naming the file (and line) and the reason; a bad
-file never stops the others from being read. Files that had problems are reported as not `clean`, so that
-ingestion never deletes papers it previously indexed from them.
+file never stops the others from being read. A file that could not be read at all is `failed`, so ingestion
+keeps every paper it indexed from it before; in a file with some bad lines (records) the good ones are read
+as usual and only the bad positions are recorded (`bad_positions`), so only papers previously indexed at those
+positions are kept.
+
+Only regular files are read (FIFOs, devices and sockets, also behind symlinks, are skipped unread), and the
+size limit is checked on the opened file before reading, then enforced by the read itself.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +69,8 @@ class FileReport:
     papers: list[Paper] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    failed: bool = False  # the whole file could not be read or parsed
+    bad_positions: set[int] = field(default_factory=set)  # lines / records / paragraphs that were not read
 
     @property
     def clean(self) -> bool:
@@ -118,6 +126,18 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
     """
     report = FileReport(path=path, source=display_path(path))
     try:
+        return _read_file(report, path, max_bytes, max_abstract_chars, known_label)
+    except MemoryError:  # one file too big for this machine must not stop the whole ingest
+        report.papers.clear()
+        report.failed = True
+        report.problems.append(f"{report.source}: out of memory while reading it; skipped")
+        return report
+
+
+def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_chars: int,
+               known_label: LabelLookup | None) -> FileReport:
+    try:
+        _check_regular(path, max_bytes)  # before anything opens it: a format sniffer or reader reads it too
         reader = readers.reader_for(path)
         text = _read_text(path, max_bytes) if reader is None else ""
         suffix = path.suffix.lower()
@@ -133,6 +153,7 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
             raise CorpusError(f"unsupported file type '{suffix}' (use {', '.join(SUPPORTED_SUFFIXES)})")
     except CorpusError as e:
         report.problems.append(f"{report.source}: {e}")
+        report.failed = True
         return report
     for position, record in records:
         abstract = record["abstract"]
@@ -144,10 +165,12 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
         cleaned = abstract if full_text else clean_markup(abstract)
         if len(cleaned) < MIN_ABSTRACT_CHARS:
             report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")
+            report.bad_positions.add(position)
             continue
         if len(cleaned) > max_abstract_chars and not full_text:  # a PDF's text is not an abstract
             report.problems.append(
                 f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
+            report.bad_positions.add(position)
             continue
         content_hash = stable_id(abstract)
         title = clean_markup(str(record["title"])) if record.get("title") else ""
@@ -176,18 +199,64 @@ def _authors(value: object) -> str:
     return str(value or "")
 
 
-def _read_text(path: Path, max_bytes: int) -> str:
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _too_large(size: int, max_bytes: int) -> CorpusError:
+    return CorpusError(f"file too large ({size / 2**20:.1f} MB; limit {max_bytes / 2**20:.0f} MB)")
+
+
+def _check_regular(path: Path, max_bytes: int) -> None:
+    """Refuse what _read_text refuses before reading: anything but a regular file within the size limit."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise CorpusError(f"file too large ({size / 2**20:.1f} MB; limit {max_bytes / 2**20:.0f} MB)")
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except PermissionError:
         raise CorpusError("unreadable (permission denied)") from None
-    except IsADirectoryError:
-        raise CorpusError("is a directory") from None
     except OSError as e:
         raise CorpusError(f"unreadable ({e.strerror or e})") from None
+    try:
+        _check_opened(fd, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def _check_opened(fd: int, max_bytes: int) -> None:
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise CorpusError("is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise CorpusError(f"{_kind(info.st_mode)}, not a regular file: skipped unread")
+    if info.st_size > max_bytes:
+        raise _too_large(info.st_size, max_bytes)
+
+
+def _read_text(path: Path, max_bytes: int) -> str:
+    """The file's text, if it is a regular file within the size limit.
+
+    Opened non-blocking (opening a FIFO would otherwise wait for a writer forever) and checked with fstat on
+    the opened file, so a symlink to a device or a file swapped after the check is never read unbounded.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except PermissionError:
+        raise CorpusError("unreadable (permission denied)") from None
+    except OSError as e:
+        raise CorpusError(f"unreadable ({e.strerror or e})") from None
+    try:
+        _check_opened(fd, max_bytes)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:  # it grew after the check
+            raise _too_large(len(data), max_bytes)
+    except OSError as e:
+        raise CorpusError(f"unreadable ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
     if not data.strip():
         raise CorpusError("empty file")
     if b"\x00" in data[:8192]:
@@ -198,13 +267,15 @@ def _read_text(path: Path, max_bytes: int) -> str:
         raise CorpusError(f"not valid UTF-8 text (bad byte 0x{data[e.start]:02x} at offset {e.start})") from None
 
 
-def _record(obj: object, where: str, report: FileReport) -> dict | None:
+def _record(obj: object, where: str, report: FileReport, position: int) -> dict | None:
     if not isinstance(obj, dict):
         report.problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        report.bad_positions.add(position)
         return None
     abstract = obj.get("abstract")
     if not isinstance(abstract, str) or not abstract.strip():
         report.problems.append(f"{where}: missing 'abstract' (a non-empty string is required)")
+        report.bad_positions.add(position)
         return None
     return obj
 
@@ -219,8 +290,9 @@ def _parse_jsonl(text: str, report: FileReport) -> list[tuple[int, dict]]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             report.problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
+            report.bad_positions.add(lineno)
             continue
-        rec = _record(obj, where, report)
+        rec = _record(obj, where, report, lineno)
         if rec is not None:
             records.append((lineno, rec))
     if not records and not report.problems:
@@ -239,18 +311,22 @@ def _parse_json_array(text: str, report: FileReport) -> list[tuple[int, dict]]:
         raise CorpusError("expected a JSON array of paper objects")
     records = []
     for i, obj in enumerate(data, 1):
-        rec = _record(obj, f"{report.source}[{i}]", report)
+        rec = _record(obj, f"{report.source}[{i}]", report, i)
         if rec is not None:
             records.append((i, rec))
     return records
 
 
 _BLOCK_SPLIT_RE = re.compile(r"\n[ \t]*\n")
+_HEADING_RE = re.compile(r"#{1,6}[ \t]+\S")  # a markdown ATX heading line
 
 
 def _is_header(block: str) -> bool:
-    """A list header is a paragraph of one short line that does not read as a sentence of an abstract."""
-    return "\n" not in block and len(block) <= 200 and not block.endswith(".")
+    """A list header is a paragraph of one short line that does not read as a sentence of an abstract
+    (a markdown `# heading` line always is one)."""
+    if "\n" in block or len(block) > 200:
+        return False
+    return bool(_HEADING_RE.match(block)) or not block.endswith(".")
 
 
 def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, dict]]:
@@ -262,6 +338,9 @@ def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, d
     """
     normalized = text.replace("\r\n", "\n").replace("\r", "\n")
     blocks = [b.strip() for b in _BLOCK_SPLIT_RE.split(normalized) if b.strip()]
+    first, _, rest = blocks[0].partition("\n")
+    if rest.strip() and _HEADING_RE.match(first):  # `# Title` directly followed by text: still the title
+        blocks[0:1] = [first.strip(), rest.strip()]
     if _is_header(blocks[0]):
         body = blocks[1:]
         if not body:

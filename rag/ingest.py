@@ -4,6 +4,11 @@ Only what changed is embedded: papers are diffed against the store's catalog by 
 files that disappeared (under the paths being ingested) are removed; papers from files that could not be read
 are kept. Work is written in batches, chunks before catalog records, so a killed ingest resumes where it
 stopped and never leaves a paper twice.
+
+The store's version is committed last (see rag/store.py): an ingest marks the store pending before writing,
+publishes the local index for the new version, then commits. An ingest that finds the store pending (the
+last one was killed) checks every paper's chunks against the catalog and rebuilds the local index from the
+store instead of deriving it, so nothing a killed ingest wrote is ever served stale.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from rag.corpus import Paper, scan
 from rag.settings import Settings
-from rag.store import CatalogEntry, Store
+from rag.store import CatalogEntry, Store, writer_lock
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -24,7 +29,6 @@ if TYPE_CHECKING:
 
 SPLITTER_VERSION = "w1"
 LABELS_VERSION = "l1"  # bump when the label extractor changes: labels are part of the embedded text
-PAPERS_PER_BATCH = 512  # papers per pipeline run (chunks are sorted by length within a run) and per commit
 CHUNK_META_KEYS = ("paper_id", "label", "source", "position")
 
 
@@ -65,9 +69,9 @@ def make_document(paper: Paper) -> Document:
         id_=paper.paper_id,
         text=paper.text,
         metadata={"paper_id": paper.paper_id, "label": paper.label, "source": paper.source,
-                  "position": paper.position},
-        excluded_embed_metadata_keys=["paper_id", "source", "position"],
-        excluded_llm_metadata_keys=["paper_id", "source", "position"],
+                  "position": paper.position, "content_hash": paper.content_hash},
+        excluded_embed_metadata_keys=["paper_id", "source", "position", "content_hash"],
+        excluded_llm_metadata_keys=["paper_id", "source", "position", "content_hash"],
         metadata_template="{value}",
         text_template="{metadata_str}: {content}",
     )
@@ -92,13 +96,21 @@ def _under(key: str, roots: list[str]) -> bool:
 def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool = False,
            embedder: BaseEmbedding | None = None, progress: bool | None = None) -> IngestReport:
     """Bring the index in line with the files under `paths` (default: settings.corpus_paths)."""
+    with writer_lock(settings):
+        return _ingest(settings, paths, rebuild=rebuild, embedder=embedder, progress=progress)
+
+
+def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embedder: BaseEmbedding | None,
+            progress: bool | None) -> IngestReport:
     t0 = time.perf_counter()
     paths = list(paths or settings.corpus_paths)
     report = IngestReport()
     if rebuild:
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
+    store.check_vectors()  # a damaged vector index is reported (with the way out), never declared "unchanged"
     previous_version = store.version
+    interrupted = bool(store.pending)  # the previous ingest stopped before its commit
     catalog = store.catalog(with_text=False)
     chunking = chunking_key(settings)
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
@@ -127,23 +139,37 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
             report.unchanged += 1
 
     # Removal: indexed papers from files under the ingested paths that are gone or no longer hold them.
-    # Files that could not be read keep their papers: a damaged file must not empty the index.
+    # Files that could not be read keep their papers: a damaged file must not empty the index. In a file with
+    # some bad lines, only a paper indexed from one of those lines is kept (what the line holds now is unknown);
+    # the good lines are current, so an edited paper's old version goes.
     roots = [_source_key(str(p)) for p in paths]
     seen_ids = {p.paper_id for p in found.papers}
-    unreadable = {_source_key(str(r.path)) for r in found.files if not r.clean}
+    unreadable = {_source_key(str(r.path)) for r in found.files if r.failed}
+    bad_at = {_source_key(str(r.path)): r.bad_positions for r in found.files if r.bad_positions}
     report.removed = [pid for pid, e in catalog.items()
-                      if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable]
+                      if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable
+                      and e.position not in bad_at.get(e.source_key, ())]
 
-    # Repair after an interrupted ingest: chunks whose paper has no catalog record, or records without chunks.
-    repairing = store.chunks.count() != sum(e.n_chunks for e in catalog.values())
+    # Repair after an interrupted ingest: chunks whose paper has no catalog record, records whose chunks are
+    # missing, too many, or cut from another version of the text.
+    repairing = interrupted or store.chunks.count() != sum(e.n_chunks for e in catalog.values())
+    work = report.changed or repairing or not store.version
+    target = store.begin_update() if work else ""
+    if work and settings.chroma_host:
+        # Serving processes re-read the store's state every VERSION_CHECK_S: once they have seen the pending
+        # marker they search their own index version only, so no question meets a half-written store.
+        from rag.retrieve import VERSION_CHECK_S
+
+        time.sleep(VERSION_CHECK_S + 0.5)
     if repairing:
-        stored = store.chunk_paper_ids()
+        stored = store.chunk_summary()
         orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]
         store.delete_chunks_of(orphans)
         report.repaired = len(orphans)
         for p in found.papers:
             e = catalog.get(p.paper_id)
-            if e is not None and stored.get(p.paper_id, 0) != e.n_chunks and p not in to_embed:
+            n, hashes = stored.get(p.paper_id, (0, set()))
+            if e is not None and (n != e.n_chunks or hashes - {"", e.content_hash}) and p not in to_embed:
                 to_embed.append(p)
                 report.reembedded.append(p.paper_id)
                 if p in relocate:
@@ -162,16 +188,20 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
 
             embedder = embedder_for(settings)
         report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress)
-    if report.changed or not store.version:
-        store.bump_version()
     from rag.embed import ensure_onnx
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
-    from rag.localindex import ensure_local_index, update_local_index
+    from rag.localindex import ensure_local_index, publish_full_index, remove_other_versions, update_local_index
 
-    if report.changed and not repairing:  # only the touched papers' chunks are read back
-        update_local_index(settings, store, previous_version,
-                           set(report.added) | set(report.reembedded) | set(report.removed), set(report.relocated))
+    if work:  # the new version's local index is published first; the commit then switches readers to it
+        if report.changed and not repairing:  # only the touched papers' chunks are read back
+            update_local_index(settings, store, previous_version,
+                               set(report.added) | set(report.reembedded) | set(report.removed),
+                               set(report.relocated), version=target)
+        else:
+            publish_full_index(settings, store, target)
+        store.commit(target)
+        remove_other_versions(settings, keep={target, previous_version})
     else:
         ensure_local_index(settings, store, load=False)
     report.total_papers = store.papers.count()
@@ -220,8 +250,9 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
     show = sys.stderr.isatty() if progress is None else progress
     embedded = 0
     with tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr) as bar:
-        for i in range(0, len(papers), PAPERS_PER_BATCH):
-            batch = papers[i:i + PAPERS_PER_BATCH]
+        per_batch = settings.ingest_batch_papers
+        for i in range(0, len(papers), per_batch):
+            batch = papers[i:i + per_batch]
             store.delete_chunks_of([p.paper_id for p in batch])
             nodes: list[BaseNode] = pipeline.run(documents=[make_document(p) for p in batch])
             by_paper: dict[str, list[list[float]]] = {}

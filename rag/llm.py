@@ -1,18 +1,26 @@
 """Generation through any OpenAI-compatible server, via llama-index's OpenAILike LLM (the `openai` client).
 
 Every failure is turned into an `LLMUnavailable` with a one-line reason (unreachable, timeout, HTTP status,
-rate limit, empty reply), so the caller can fall back to the extractive answer and say why.
+rate limit, empty reply), so the caller can fall back to the extractive answer and say why. The endpoint is
+named with any user:password in its URL redacted.
+
+PAPERS_LLM_TIMEOUT_S bounds the whole reply, not each read: httpx's timeouts apply per read, so a server that
+sends a keep-alive byte every few seconds would otherwise hold a caller forever. The reply is read on a worker
+thread and the caller stops waiting at the deadline; the worker's connection is cut at its next byte.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 from rag import prompts
-from rag.settings import Settings
+from rag.settings import Settings, redact, redact_logs
 
 if TYPE_CHECKING:
     from llama_index.core.llms import ChatMessage
@@ -20,8 +28,11 @@ if TYPE_CHECKING:
 
     from rag.retrieve import PaperHit
 
+T = TypeVar("T")
+
 LOCAL_API_KEY = "not-needed"  # local servers ignore the key, but the openai client insists on one
 CHARS_PER_TOKEN = 4           # rough budget estimate; abstracts are English prose
+PREPARE_S = 30                # most a request may take to be sent (client set-up) before it counts as failed
 
 
 class LLMConfigError(ValueError):
@@ -57,22 +68,104 @@ def check_llm_settings(settings: Settings) -> None:
     if settings.effective_answer_mode == "llm":
         url = settings.openai_base_url
         if url and not urlparse(url).scheme.startswith("http"):
-            raise LLMConfigError(f"OPENAI_BASE_URL must be an http(s) URL, got {url!r}")
+            raise LLMConfigError(f"OPENAI_BASE_URL must be an http(s) URL, got {redact(repr(url))}")
         if not settings.openai_api_key and not is_local_url(url):
             raise LLMConfigError(f"OPENAI_API_KEY is required for the non-local endpoint "
-                                 f"{url or 'https://api.openai.com/v1'}")
+                                 f"{redact(url or 'https://api.openai.com/v1')}")
 
 
-def make_llm(settings: Settings, max_tokens: int | None = None) -> OpenAILike:
+def endpoint(settings: Settings) -> str:
+    """The endpoint as users may see it: credentials in the URL are redacted."""
+    return redact(settings.openai_base_url or "api.openai.com")
+
+
+def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any = None) -> OpenAILike:
     from llama_index.llms.openai_like import OpenAILike
 
+    if "@" in (settings.openai_base_url or ""):
+        redact_logs()
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else LOCAL_API_KEY
     return OpenAILike(
         model=settings.llm_model, api_base=settings.openai_base_url or "https://api.openai.com/v1", api_key=key,
         is_chat_model=True, context_window=settings.llm_context_window,
         max_tokens=max_tokens or settings.llm_max_tokens, temperature=settings.llm_temperature,
-        timeout=settings.llm_timeout_s, max_retries=0,
+        timeout=settings.llm_timeout_s, max_retries=0, http_client=http_client,
     )
+
+
+def _deadline_client(deadline: list[float], timeout: float) -> Any:
+    """An httpx client that starts the clock (`deadline[0]`, time.monotonic) when it sends the request and
+    whose response fails at the first byte read after it."""
+    import httpx
+
+    class Body(httpx.SyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __iter__(self) -> Iterator[bytes]:
+            for part in self.inner:
+                if time.monotonic() > deadline[0]:
+                    raise httpx.ReadTimeout("the reply took longer than the whole-reply timeout")
+                yield part
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Transport(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if deadline[0] == float("inf"):
+                deadline[0] = time.monotonic() + timeout
+            r = super().handle_request(request)
+            return httpx.Response(r.status_code, headers=r.headers, stream=Body(r.stream),
+                                  extensions=r.extensions)
+
+    return httpx.Client(transport=Transport(), follow_redirects=True)
+
+
+def _within_deadline(settings: Settings, run: Callable[[OpenAILike], Iterator[T]],
+                     max_tokens: int | None = None) -> Iterator[T]:
+    """Items of `run(llm)`, read on a worker thread; LLMUnavailable once the reply has taken longer than
+    settings.llm_timeout_s (and for any failure of the worker, with its reason). The clock starts when the
+    request is sent: building the client (imports, on first use) is not the server's time."""
+    timeout = settings.llm_timeout_s
+    deadline = [float("inf")]
+    client = _deadline_client(deadline, timeout)
+    llm = make_llm(settings, max_tokens=max_tokens, http_client=client)
+    out: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for item in run(llm):
+                if stop.is_set():
+                    return
+                out.put(("item", item))
+            out.put(("end", None))
+        except BaseException as e:  # handed to the caller, which explains it
+            out.put(("error", e))
+        finally:
+            client.close()
+
+    not_sent_by = time.monotonic() + timeout + PREPARE_S
+    threading.Thread(target=work, name="llm-reply", daemon=True).start()
+    try:
+        while True:
+            limit = deadline[0] if deadline[0] != float("inf") else not_sent_by
+            try:
+                kind, value = out.get(timeout=min(0.25, max(0.0, limit - time.monotonic())))
+            except queue.Empty:
+                if time.monotonic() < (deadline[0] if deadline[0] != float("inf") else not_sent_by):
+                    continue
+                raise LLMUnavailable(f"the LLM at {endpoint(settings)} did not answer within {timeout:g} s"
+                                     ) from None
+            if kind == "item":
+                yield value
+            elif kind == "end":
+                return
+            else:
+                raise LLMUnavailable(explain(value, settings))
+    finally:
+        stop.set()
 
 
 def explain(error: BaseException, settings: Settings) -> str:
@@ -80,7 +173,7 @@ def explain(error: BaseException, settings: Settings) -> str:
     import httpx
     import openai
 
-    where = settings.openai_base_url or "api.openai.com"
+    where = endpoint(settings)
     if isinstance(error, LLMUnavailable):
         return error.reason
     # While a streamed reply is read, the openai client lets httpx errors through unwrapped.
@@ -146,31 +239,30 @@ def _defang(text: str) -> str:
 
 
 def stream_answer(settings: Settings, messages: list[ChatMessage]) -> Iterator[str]:
-    """Yield text deltas from the LLM; raise LLMUnavailable (with the reason) on any failure."""
-    llm = make_llm(settings)
-    got_text = False
-    try:
+    """Yield text deltas from the LLM; raise LLMUnavailable (with the reason) on any failure, and when the
+    whole reply takes longer than PAPERS_LLM_TIMEOUT_S."""
+    def deltas(llm: OpenAILike) -> Iterator[str]:
         for chunk in llm.stream_chat(messages):
-            delta = chunk.delta or ""
-            if delta:
-                got_text = True
-                yield delta
-    except LLMUnavailable:
-        raise
-    except Exception as e:  # every client/server fault becomes a fallback with a reason
-        raise LLMUnavailable(explain(e, settings)) from None
+            if chunk.delta:
+                yield chunk.delta
+
+    got_text = False
+    for delta in _within_deadline(settings, deltas):
+        got_text = True
+        yield delta
     if not got_text:
-        raise LLMUnavailable(f"the LLM at {settings.openai_base_url or 'api.openai.com'} sent an empty reply")
+        raise LLMUnavailable(f"the LLM at {endpoint(settings)} sent an empty reply")
 
 
 def complete(settings: Settings, messages: list[ChatMessage], max_tokens: int | None = None) -> str:
-    """A whole (non-streamed) reply; raise LLMUnavailable on failure or an empty reply."""
-    llm = make_llm(settings, max_tokens=max_tokens)
-    try:
-        reply = llm.chat(messages)
-    except Exception as e:
-        raise LLMUnavailable(explain(e, settings)) from None
-    text = (reply.message.content or "").strip() if reply and reply.message else ""
+    """A whole (non-streamed) reply within PAPERS_LLM_TIMEOUT_S; raise LLMUnavailable on failure or an empty
+    reply."""
+    def reply(llm: OpenAILike) -> Iterator[Any]:
+        yield llm.chat(messages)
+
+    got = list(_within_deadline(settings, reply, max_tokens=max_tokens))
+    message = got[0].message if got and got[0] else None
+    text = (message.content or "").strip() if message else ""
     if not text:
-        raise LLMUnavailable(f"the LLM at {settings.openai_base_url or 'api.openai.com'} sent an empty reply")
+        raise LLMUnavailable(f"the LLM at {endpoint(settings)} sent an empty reply")
     return text

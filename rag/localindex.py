@@ -11,11 +11,15 @@ query itself. Vectors are memory-mapped, so a large index costs address space, n
 
 Everything is keyed by the store's version: any ingest that changes the store makes a new index (derived from
 the previous one, reading back only the chunks of the papers it touched), and a process loads the saved one
-instead of rebuilding it.
+instead of rebuilding it. An ingest publishes the new version's index before it commits that version to the
+store, so a reader finds a complete index for every committed version. A store left pending by a killed ingest
+is not trusted: its next ingest rebuilds from the store, and an embedded-store reader (which the store lock
+guarantees is alone) builds its index from the store in memory until then.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -27,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.settings import Settings
-from rag.store import GET_BATCH, CatalogEntry, Store
+from rag.store import GET_BATCH, CatalogEntry, Store, StoreError, damaged, write_point
 
 logging.getLogger("bm25s").setLevel(logging.ERROR)
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
@@ -107,6 +111,16 @@ class LocalIndex:
 def _read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list[str], list[str], list[str],
                                                                          list[str], Any]:
     """Chunk ids, paper ids, texts, labels and vectors of every chunk, or of the chunks of some papers."""
+    try:
+        return _read_chunks_unchecked(store, paper_ids)
+    except StoreError:
+        raise
+    except Exception as e:  # e.g. a damaged HNSW file: vectors cannot be read back
+        raise damaged("store's chunk vectors", e) from None
+
+
+def _read_chunks_unchecked(store: Store, paper_ids: list[str] | None) -> tuple[list[str], list[str], list[str],
+                                                                            list[str], Any]:
     import numpy as np
 
     chunk_ids: list[str] = []
@@ -207,6 +221,12 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
 
     With `load=False` (after an ingest) an index that is already on disk is left there unread.
     """
+    if store.pending and not settings.chroma_host and load:
+        # A killed ingest left the store ahead of its last committed index; no ingest is running (this process
+        # holds the embedded store's reader lock), so the store itself is the truth until the next ingest.
+        logging.getLogger(__name__).warning("an ingest was interrupted; answering from the store as it is (run "
+                                            "`papers ingest` to finish it)")
+        return build_local_index(store)
     path = index_dir(settings, store.version)
     if path.exists() and not load:
         return None
@@ -222,9 +242,10 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
 
 
 def update_local_index(settings: Settings, store: Store, previous_version: str, touched: set[str],
-                       moved: set[str]) -> None:
-    """After an ingest that changed the store: derive the new version's index from the previous version's
-    (see updated_local_index), or build it from scratch when there is none to start from."""
+                       moved: set[str], version: str | None = None) -> None:
+    """After an ingest that changed the store: derive the index of `version` (default: the store's) from the
+    previous version's (see updated_local_index), or build it from scratch when there is none to start from."""
+    version = version or store.version
     old = index_dir(settings, previous_version) if previous_version else None
     previous = None
     if old is not None and old.exists():
@@ -233,32 +254,54 @@ def update_local_index(settings: Settings, store: Store, previous_version: str, 
         except Exception:  # a damaged index is rebuilt, never trusted
             previous = None
     if previous is None:
-        ensure_local_index(settings, store, load=False)
+        publish_full_index(settings, store, version)
         return
     index = updated_local_index(previous, store, touched, moved)
     if index is not None:
-        _publish(settings, index_dir(settings, store.version), index)
+        _publish(settings, index_dir(settings, version), index, replace=True)
 
 
-def _publish(settings: Settings, path: Path, index: LocalIndex) -> None:
-    """Save an index for its version and remove older ones."""
+def publish_full_index(settings: Settings, store: Store, version: str) -> LocalIndex | None:
+    """Build the index from everything in the store and save it as `version`'s (before that version is
+    committed: readers switch to it only at the commit)."""
+    index = build_local_index(store)
+    if index is not None:
+        _publish(settings, index_dir(settings, version), index, replace=True)
+    return index
+
+
+def remove_other_versions(settings: Settings, keep: set[str]) -> None:
+    """After a commit: drop indexes of versions no longer current (and of ones a killed ingest never committed).
+
+    The previous version is kept too, for readers that are loading it right now."""
+    folder = settings.data_dir / "index"
+    for old in folder.glob(f"{settings.collection}-*"):
+        if old.name.removeprefix(f"{settings.collection}-") not in keep:
+            shutil.rmtree(old, ignore_errors=True)
+    for stale in folder.glob(".tmp-*"):  # left by a killed process (an hour is far longer than a build)
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > 3600:
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _publish(settings: Settings, path: Path, index: LocalIndex, replace: bool = False) -> None:
+    """Save an index for its version (older ones are removed after the ingest's commit). An ingest `replace`s
+    an index of its uncommitted version left by a killed ingest; readers keep one another's."""
     # Write to a temporary folder and rename, so a killed process never leaves a half-written index.
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
     try:
+        write_point("local index")
         tmp.mkdir(parents=True)
         _save(index, tmp)
+        write_point("local index rename")
     except OSError as e:  # an unwritable folder costs a rebuild per process, not the answer
         logging.getLogger(__name__).warning("cannot save the local index under %s (%s); using it unsaved",
                                             path.parent, e)
         shutil.rmtree(tmp, ignore_errors=True)
         return
+    if replace and path.exists():
+        shutil.rmtree(path, ignore_errors=True)
     try:
         tmp.rename(path)
     except OSError:  # another process finished first: use theirs
         shutil.rmtree(tmp, ignore_errors=True)
-    for old in path.parent.glob(f"{settings.collection}-*"):
-        if old != path:
-            shutil.rmtree(old, ignore_errors=True)
-    for stale in path.parent.glob(".tmp-*"):  # left by a killed process (an hour is far longer than a build)
-        if time.time() - stale.stat().st_mtime > 3600:
-            shutil.rmtree(stale, ignore_errors=True)

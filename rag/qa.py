@@ -239,8 +239,9 @@ class Assistant:
         return out
 
     def papers(self) -> list[CatalogEntry]:
-        """Every indexed paper, in source order."""
-        entries = list(self.retriever.store.catalog().values())
+        """Every indexed paper, in source order (from the index version questions are answered from)."""
+        local = self.retriever.local_index
+        entries = list(local.papers.values()) if local is not None else []
         return sorted(entries, key=lambda e: (e.source, e.position))
 
 

@@ -12,6 +12,7 @@ because the answerer picks sentences and decides whether to abstain from those n
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -83,6 +84,7 @@ class Retrieval:
     timings_ms: dict[str, float]
     mode: str
     idf: dict[str, float] = field(default_factory=dict)  # rarity of the question's words in the index
+    index: LocalIndex | None = None  # the index version this retrieval used (`complete` reads the same one)
 
 
 def reciprocal_rank_fusion(ranked_lists: list[list[str]], k: int) -> dict[str, float]:
@@ -113,6 +115,8 @@ class Retriever:
         self._local: LocalIndex | None = None
         self._bm25_version: str | None = None
         self._checked_at = 0.0
+        self._refresh_lock = threading.Lock()
+        self._changing = False  # an ingest had the store pending at the last refresh
 
     @property
     def embedder(self) -> Any:
@@ -124,17 +128,28 @@ class Retriever:
         return self._embedder
 
     def _refresh(self) -> None:
-        """Pick up a new store version (another process ingested) at most every few seconds."""
+        """Pick up a new store version (another process ingested) at most every few seconds.
+
+        The new version's index is loaded completely before it replaces the old one in a single assignment,
+        and each retrieval keeps the index it started with: a question is answered from one version.
+        """
         now = time.monotonic()
         if self._bm25_version is not None and now - self._checked_at < VERSION_CHECK_S:
             return
-        self._checked_at = now
-        self.store.chunks = self.store.client.get_collection(self.store.chunks.name)
-        if self._bm25_version != self.store.version:
-            from rag.localindex import ensure_local_index
+        with self._refresh_lock:
+            if self._bm25_version is not None and time.monotonic() - self._checked_at < VERSION_CHECK_S:
+                return
+            self.store.refresh()
+            key = f"{self.store.version}/{self.store.pending}"
+            changing = bool(self.store.pending) and bool(self.settings.chroma_host)
+            if self._bm25_version != key:
+                from rag.localindex import ensure_local_index
 
-            self._local = ensure_local_index(self.settings, self.store)
-            self._bm25_version = self.store.version
+                self.store.check_vectors()  # a damaged vector index is named here, with the way out
+                self._local = ensure_local_index(self.settings, self.store)
+                self._bm25_version = key
+            self._changing = changing
+            self._checked_at = time.monotonic()
 
     def warm_up(self) -> None:
         """Load the models and indexes now rather than on the first question."""
@@ -169,14 +184,25 @@ class Retriever:
         timings["embed_ms"] = (time.perf_counter() - t) * 1000
         local = self._local
         if local is None:  # an empty index
-            return Retrieval(question, [], vector, timings, mode, {})
+            return Retrieval(question, [], vector, timings, mode, {}, index=None)
         ranked: list[list[int]] = []
         cosine: dict[int, float] = {}
-        if mode in ("hybrid", "dense"):
+        if mode in ("hybrid", "dense") and self._changing:
+            # An ingest is writing the store: its vectors are not this index version's, so the dense search
+            # runs over the version's own vectors (exact, in memory) until the new version is loaded.
             t = time.perf_counter()
-            got = self.store.chunks.query(query_embeddings=[vector], n_results=n,
-                                          where=_where_papers(paper_ids) if paper_ids else None,
-                                          include=["distances"])
+            ranked.append(_dense_in_index(local, vector, n, paper_ids, cosine))
+            timings["dense_ms"] = (time.perf_counter() - t) * 1000
+        elif mode in ("hybrid", "dense"):
+            t = time.perf_counter()
+            try:
+                got = self.store.chunks.query(query_embeddings=[vector], n_results=n,
+                                              where=_where_papers(paper_ids) if paper_ids else None,
+                                              include=["distances"])
+            except Exception as e:  # a damaged vector index: say how to repair it, not Chroma's internals
+                from rag.store import damaged
+
+                raise damaged("store's vector index", e) from None
             rows = [local.row_of[cid] for cid in got["ids"][0] if cid in local.row_of]
             for cid, dist in zip(got["ids"][0], got["distances"][0]):
                 if cid in local.row_of:
@@ -209,13 +235,14 @@ class Retriever:
             hit.chunks.sort(key=lambda c: c.index)
         timings["fuse_ms"] = (time.perf_counter() - t) * 1000
         return Retrieval(question=question, papers=[hits_by_id[p] for p in top if p in hits_by_id],
-                         query_vector=vector, timings_ms=timings, mode=mode, idf=self.idf(stems(question)))
+                         query_vector=vector, timings_ms=timings, mode=mode, idf=local.idf(stems(question)),
+                         index=local)
 
     def complete(self, retrieval: Retrieval) -> Retrieval:
         """Give every retrieved paper all of its chunks, in order (for generation and the evidence panel)."""
         import numpy as np
 
-        local = self._local
+        local = retrieval.index if retrieval.index is not None else self._local
         q = np.asarray(retrieval.query_vector or [], dtype=np.float32)
         for p in retrieval.papers:
             if p.complete or local is None:
@@ -227,6 +254,22 @@ class Retriever:
                                for r, c in zip(rows, cosines)), key=lambda c: c.index)
             p.complete = True
         return retrieval
+
+
+def _dense_in_index(local: LocalIndex, vector: list[float], n: int, paper_ids: list[str] | None,
+                    cosine: dict[int, float]) -> list[int]:
+    """Top-n rows by cosine over the local index's own vectors (they are normalised), optionally within papers."""
+    import numpy as np
+
+    q = np.asarray(vector, dtype=np.float32)
+    rows = None if not paper_ids else [r for pid in paper_ids for r in local.rows_of_paper.get(pid, [])]
+    if rows == []:
+        return []
+    sims = (np.asarray(local.vectors) if rows is None else np.asarray(local.vectors[rows])) @ q
+    top = np.argsort(-sims, kind="stable")[:n]
+    out = [int(i) if rows is None else rows[int(i)] for i in top]
+    cosine.update((row, float(sims[i])) for row, i in zip(out, top))
+    return out
 
 
 def _hit(e: CatalogEntry, score: float) -> PaperHit:

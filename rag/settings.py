@@ -6,7 +6,9 @@ Every field is described here; `.env.example` and the README list the same names
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +16,40 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+_URL_CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def redact(text: str) -> str:
+    """Text with the user:password part of every URL in it replaced by ***: URL settings may carry
+    credentials (a proxy's basic auth), and messages, logs and API fields show those URLs."""
+    return _URL_CREDENTIALS_RE.sub(r"\1***@", text) if "@" in text else text
+
+
+class _RedactingRecords:
+    """A log record factory that redacts URL credentials from every record, whichever library logs it
+    (httpx and openai log request URLs, with their user:password part)."""
+
+    def __init__(self, inner):  # noqa: ANN001, ANN204 - logging's record factory
+        self.inner = inner
+
+    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+        record = self.inner(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string is logging's to report, not ours
+            return record
+        if "@" in message:
+            record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:  # a traceback quotes URLs too (e.g. httpx's status errors)
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return record
+
+
+def redact_logs() -> None:
+    """Install the redacting record factory once per process."""
+    factory = logging.getLogRecordFactory()
+    if not isinstance(factory, _RedactingRecords):
+        logging.setLogRecordFactory(_RedactingRecords(factory))
 
 
 def _env(name: str) -> AliasChoices:
@@ -46,6 +82,9 @@ class Settings(BaseSettings):
                              description="Chroma server port (with CHROMA_HOST).")
     max_file_mb: float = Field(64, gt=0, description="Largest corpus file ingest will read, in MB.")
     max_abstract_chars: int = Field(20_000, gt=100, description="Longest abstract accepted, in characters.")
+    ingest_batch_papers: int = Field(512, ge=1, le=100_000,
+                                     description="Papers embedded and written per ingest batch; a killed ingest "
+                                                 "keeps every finished batch.")
 
     # --- embeddings and chunking ---
     embed_model: str = Field(BUNDLED_MODEL,
@@ -98,6 +137,16 @@ class Settings(BaseSettings):
     def _blank_is_none(cls, v: object) -> object:
         return None if isinstance(v, str) and not v.strip() else v
 
+    @field_validator("ui_auth")
+    @classmethod
+    def _user_and_password(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None:
+            return v
+        user, colon, password = v.get_secret_value().partition(":")
+        if not colon or not user.strip() or not password:
+            raise ValueError("must be 'user:password' (a user name, a colon, then a non-empty password)")
+        return v
+
     @field_validator("data_dir", "cache_dir")
     @classmethod
     def _expand_home(cls, v: Path) -> Path:
@@ -138,6 +187,6 @@ def load_settings(**overrides: object) -> Settings:
         for err in e.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
             name = field.upper() if field.upper().startswith(("OPENAI_", "CHROMA_")) else f"PAPERS_{field.upper()}"
-            shown = "***" if field in _SECRET_FIELDS else repr(err.get("input"))
+            shown = "***" if field in _SECRET_FIELDS else redact(repr(err.get("input")))
             lines.append(f"{name}: {err['msg']} (got {shown})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None

@@ -8,14 +8,28 @@ Two collections per index:
 
 The chunk collection's metadata records the embedding model and dimension: an index built with another
 model is refused with a clear message rather than queried with incompatible vectors.
+
+It also holds the content version (which keys the local index) and a `pending` marker: an ingest sets
+`pending` before its first write and replaces both in one metadata write after its local index is published
+(`begin_update` / `commit`). A store found with `pending` set was left by an interrupted ingest; the next
+ingest then checks every paper's chunks and rebuilds the local index from the store.
+
+The embedded store is for one process at a time while it is written: readers hold a shared lock on
+`data_dir/.store.lock`, an ingest an exclusive one, so an ingest never runs under a serving UI (or the other
+way round) and is refused with a message instead. Ingests on one data dir also exclude each other
+(`.ingest.lock`), with a Chroma server too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
+import signal
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +47,156 @@ GET_BATCH = 5000
 
 class StoreError(RuntimeError):
     """The store is missing, unreadable, unreachable or built for another model; the message says what to do."""
+
+
+DOCTOR_HINT = "run `papers doctor` to see what is wrong (`papers doctor --repair` fixes what it can)"
+
+
+def damaged(what: str, error: BaseException) -> StoreError:
+    """A Chroma failure while reading, as a StoreError that names the way out instead of Chroma's internals."""
+    first = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+    return StoreError(f"the {what} cannot be read ({first}): {DOCTOR_HINT}")
+
+
+# --- test hook: a real SIGKILL at a chosen write ---------------------------------------------------------
+# Not a user setting: the crash-consistency test (tests/test_consistency.py) sets this variable so that a real
+# `papers ingest` process kills itself (SIGKILL, no clean-up) just before its Nth write to the store or to the
+# local index, which makes kill points exact and repeatable instead of timed.
+_KILL_AT_ENV = "PAPERS_TEST_KILL_AT_WRITE"
+_writes = 0
+
+
+def write_point(what: str) -> None:
+    """Count one write; with the test hook set, the process dies here at the chosen one."""
+    global _writes
+    target = os.environ.get(_KILL_AT_ENV)
+    if not target:
+        return
+    _writes += 1
+    if _writes == int(target):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _CountedWrites:
+    """A Chroma collection whose mutating calls pass through `write_point` (only while the test hook is set)."""
+
+    _MUTATING = frozenset({"add", "upsert", "update", "delete", "modify"})
+
+    def __init__(self, collection: Collection) -> None:
+        self._collection = collection
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if name in self._MUTATING:
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                write_point(f"{self._collection.name}.{name}")
+                return attr(*args, **kwargs)
+            return counted
+        return attr
+
+
+def _counted(collection: Collection) -> Collection:
+    return _CountedWrites(collection) if os.environ.get(_KILL_AT_ENV) else collection  # type: ignore[return-value]
+
+
+# --- process locks ---------------------------------------------------------------------------------------
+
+_store_locks: dict[str, tuple[int, str]] = {}  # data dir -> (fd, "sh" | "ex"), one per process
+
+
+def _lock_file(settings: Settings, name: str) -> int:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return os.open(settings.data_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+
+
+def hold_reader_lock(settings: Settings) -> None:
+    """A process reading the embedded store holds a shared lock for its lifetime (no-op with a server)."""
+    if settings.chroma_host:
+        return
+    key = str(settings.data_dir.resolve())
+    if key in _store_locks:
+        return
+    fd = _lock_file(settings, ".store.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"`papers ingest` is writing the embedded store at {settings.chroma_dir} right now; try "
+                         "again when it has finished, or run a `chroma run` server (CHROMA_HOST) to serve while "
+                         "ingesting") from None
+    _store_locks[key] = (fd, "sh")
+
+
+def release_reader_lock(settings: Settings) -> None:
+    """Stop holding the embedded store open (a script or test done reading, before another process ingests)."""
+    held = _store_locks.pop(str(settings.data_dir.resolve()), None)
+    if held is not None:
+        os.close(held[0])
+
+
+def _holder(settings: Settings) -> str:
+    try:
+        pid = (settings.data_dir / ".ingest.lock").read_text().strip()
+    except OSError:
+        pid = ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+@contextlib.contextmanager
+def writer_lock(settings: Settings) -> Iterator[None]:
+    """Held by an ingest: excludes other ingests on this data dir and, with the embedded store, its readers."""
+    fd = _lock_file(settings, ".ingest.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"another `papers ingest`{_holder(settings)} is writing {settings.data_dir}; wait for it to "
+                         "finish") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    key = str(settings.data_dir.resolve())
+    store_fd = None
+    try:
+        if not settings.chroma_host:
+            held = _store_locks.get(key)
+            store_fd = held[0] if held else _lock_file(settings, ".store.lock")
+            try:
+                fcntl.flock(store_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if held:  # the conversion may have dropped our shared lock: take it back
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(store_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                else:
+                    os.close(store_fd)
+                raise StoreError(
+                    f"the embedded store at {settings.chroma_dir} is open in another papers process (a running "
+                    "`papers ui`, `chat` or `ask`); stop it before ingesting, or run a `chroma run` server "
+                    "(CHROMA_HOST) so the UI can keep serving and switch to the new index when ingest ends"
+                ) from None
+            _store_locks[key] = (store_fd, "ex")
+        yield
+    finally:
+        if store_fd is not None and _store_locks.get(key, (None,))[0] == store_fd:
+            fcntl.flock(store_fd, fcntl.LOCK_SH)  # this process may go on reading, like any reader
+            _store_locks[key] = (store_fd, "sh")
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def ingest_running(settings: Settings) -> bool:
+    """Whether an ingest on this machine holds the data dir's ingest lock now (a killed one holds nothing)."""
+    path = settings.data_dir / ".ingest.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 @dataclass
@@ -86,8 +250,8 @@ class Store:
     def __init__(self, settings: Settings, client: ClientAPI, chunks: Collection, papers: Collection) -> None:
         self.settings = settings
         self.client = client
-        self.chunks = chunks
-        self.papers = papers
+        self.chunks = _counted(chunks)
+        self.papers = _counted(papers)
         self._vector_store: ChromaVectorStore | None = None
 
     # --- opening ------------------------------------------------------------------------------------
@@ -97,6 +261,8 @@ class Store:
         """Open the index; with `create`, make it if missing (`dim` = embedding dimension)."""
         if not create and not settings.chroma_host and not settings.chroma_dir.exists():
             raise StoreError(f"no index at {settings.chroma_dir}: run `papers ingest` first")
+        if not create:
+            hold_reader_lock(settings)
         client = _client(settings)
         names = (f"{settings.collection}_chunks", f"{settings.collection}_papers")
         try:
@@ -168,12 +334,59 @@ class Store:
         return str((self.chunks.metadata or {}).get("version", ""))
 
     def bump_version(self) -> str:
+        return self.commit(uuid.uuid4().hex)
+
+    @property
+    def pending(self) -> str:
+        """The version an unfinished ingest was writing ('' when the last ingest finished)."""
+        return str((self.chunks.metadata or {}).get("pending", ""))
+
+    def begin_update(self) -> str:
+        """Mark the store as being changed, before the first write; returns the version being written."""
         meta = dict(self.chunks.metadata or {})
-        meta["version"] = uuid.uuid4().hex
+        meta["pending"] = uuid.uuid4().hex
+        self.chunks.modify(metadata=meta)
+        return meta["pending"]
+
+    def commit(self, version: str) -> str:
+        """The last write of an ingest: the new content version, and the pending marker cleared, at once."""
+        meta = dict(self.chunks.metadata or {})
+        meta["version"] = version
+        meta["pending"] = ""
         if not meta.get("embed_dim"):
             meta["embed_dim"] = self._observed_dim()
         self.chunks.modify(metadata=meta)
-        return meta["version"]
+        return version
+
+    def refresh(self) -> None:
+        """Re-read the collections' metadata (another process may have committed a new version)."""
+        self.chunks = _counted(self.client.get_collection(self.chunks.name))
+
+    def check_vectors(self, full: bool = False) -> None:
+        """Raise StoreError (naming `papers doctor`) when the vector index cannot answer.
+
+        A quick probe reads 17 vectors spread evenly over each collection (a damaged file usually loses a
+        whole range of them) and runs one query; `full` reads every vector. A damaged HNSW file (e.g. a
+        truncated data_level0.bin) then fails here, not in the middle of an answer.
+        """
+        for what, col in (("vector index of the chunks", self.chunks), ("vector index of the paper catalog",
+                                                                          self.papers)):
+            try:
+                total = col.count()
+                if not total:
+                    continue
+                offsets = range(0, total, GET_BATCH) if full else sorted({total * i // 16 for i in range(16)}
+                                                                          | {total - 1})
+                dim = 0
+                for offset in offsets:
+                    got = col.get(include=["embeddings"], limit=GET_BATCH if full else 1, offset=offset)
+                    embs = got["embeddings"]
+                    if embs is None or len(embs) != len(got["ids"]):
+                        raise RuntimeError("vectors missing")
+                    dim = len(embs[0])
+                col.query(query_embeddings=[[1.0] + [0.0] * (dim - 1)], n_results=min(total, 3), include=[])
+            except Exception as e:
+                raise damaged(what, e) from None
 
     def _observed_dim(self) -> int:
         got = self.chunks.get(limit=1, include=["embeddings"])
@@ -205,14 +418,23 @@ class Store:
 
     def chunk_paper_ids(self) -> dict[str, int]:
         """Chunks per paper id as stored (used only to repair a store whose counts disagree)."""
-        counts: dict[str, int] = {}
+        return {pid: n for pid, (n, _) in self.chunk_summary().items()}
+
+    def chunk_summary(self) -> dict[str, tuple[int, set[str]]]:
+        """Per paper id: how many chunks are stored, and the content hashes they were cut from.
+
+        Chunks written before chunks carried a hash have none (''); they are judged by their count alone.
+        """
+        out: dict[str, tuple[int, set[str]]] = {}
         total = self.chunks.count()
         for offset in range(0, total, GET_BATCH):
             got = self.chunks.get(include=["metadatas"], limit=GET_BATCH, offset=offset)
             for meta in got["metadatas"]:
                 pid = str(meta.get("paper_id", ""))
-                counts[pid] = counts.get(pid, 0) + 1
-        return counts
+                n, hashes = out.get(pid, (0, set()))
+                hashes.add(str(meta.get("content_hash", "")))
+                out[pid] = (n + 1, hashes)
+        return out
 
     def delete_papers(self, paper_ids: list[str]) -> None:
         """Remove papers: chunks first, catalog last, so a crash in between is repaired by the next ingest."""

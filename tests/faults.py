@@ -10,6 +10,9 @@ It answers `POST .../chat/completions` (streamed or not, as the request asks) wi
 - ``"error"``       500.
 - ``"malformed"``   200 whose body (or, streamed, whose first event) is not valid JSON.
 - ``"empty"``       200 with a well-formed completion whose text is empty.
+- ``"trickle"``     200, then a keep-alive byte every `trickle_s` seconds and never a reply (streamed: an SSE
+                    comment line; otherwise a space inside the JSON body): every read gets data, so only a
+                    timeout on the whole reply ends it.
 
 Error and malformed bodies quote the request's Authorization header back (as some providers echo a rejected
 key), so a test can tell whether anything passes a server's reply text on to users or logs. Every request is
@@ -25,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("stall", "drop", "rate_limit", "error", "malformed", "empty")
+FAULTS = ("stall", "drop", "rate_limit", "error", "malformed", "empty", "trickle")
 TOKENS = ["CoRF ", "reports ", "a ", "speedup ", "of ", "up ", "to ", "5.9x ", "[1]."]
 
 
@@ -111,6 +114,29 @@ class _Handler(BaseHTTPRequestHandler):
         owner.closing.wait(owner.stall_s)
         self.close_connection = True
 
+    def _fault_trickle(self, stream: bool) -> None:
+        owner = self.server.owner
+        if stream:
+            self._start_chunked("text/event-stream")
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"{")
+            self.wfile.flush()
+        deadline = time.monotonic() + owner.stall_s
+        try:
+            while time.monotonic() < deadline and not owner.closing.wait(owner.trickle_s):
+                if stream:
+                    self._chunk(b": keep-alive\n\n")
+                else:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+        except OSError:  # the client gave up: what it should do
+            pass
+        self.close_connection = True
+
     def _fault_drop(self, stream: bool) -> None:
         owner = self.server.owner
         if not stream:  # a non-streamed reply cut off: the body is shorter than announced
@@ -194,9 +220,11 @@ class _Server(ThreadingHTTPServer):
 class FaultServer:
     """Start with `with FaultServer("error") as fs:` (or start()/close()); `fs.url` is the /v1 base URL."""
 
-    def __init__(self, fault: str = "error", *, stall_s: float = 30.0, retry_after: int = 7, tokens: int = 4) -> None:
+    def __init__(self, fault: str = "error", *, stall_s: float = 30.0, retry_after: int = 7, tokens: int = 4,
+                 trickle_s: float = 5.0) -> None:
         self.fault = fault
         self.stall_s = stall_s
+        self.trickle_s = trickle_s
         self.retry_after = retry_after
         self.tokens = tokens
         self.closing = threading.Event()

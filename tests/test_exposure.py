@@ -151,3 +151,93 @@ def test_login_guards_page_and_api_and_secrets_stay_on_the_server(corpus_setting
         for where, text in pages.items():
             for secret in (PASSWORD, SECRET, "SECRET-123"):
                 assert secret not in text, f"{secret!r} is in the {where}"
+
+
+# --- PAPERS_UI_AUTH is validated; failed logins are slowed down ----------------------------------------
+
+@pytest.mark.parametrize("bad", ["aliceSECRETpw", ":SECRETpw", "alice:", " :SECRETpw"])
+def test_ui_auth_must_be_user_and_password(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from rag.cli import app
+    from rag.settings import SettingsError
+
+    with pytest.raises(SettingsError) as e:
+        load_settings(_env_file=None, ui_auth=bad)
+    message = str(e.value)
+    assert "PAPERS_UI_AUTH" in message and "user:password" in message and "(got ***)" in message, message
+    assert "SECRET" not in message and "alice" not in message
+    monkeypatch.setenv("PAPERS_UI_AUTH", bad)
+    r = CliRunner().invoke(app, ["ui", "--port", str(free_port())])
+    assert r.exit_code == 2 and "PAPERS_UI_AUTH" in r.output and "SECRET" not in r.output, r.output
+
+
+def test_login_guard_slows_repeated_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import time
+
+    from rag import login
+
+    monkeypatch.setattr(login, "FIRST_DELAY_S", 0.05)
+    guard = login.LoginGuard(USER, PASSWORD)
+
+    async def attempts() -> tuple[float, float, list[bool], bool]:
+        t0 = time.monotonic()
+        assert not await guard.check(USER, "wrong")  # the first failure costs nothing
+        first = time.monotonic() - t0
+        t0 = time.monotonic()
+        results = await asyncio.gather(*(guard.check(USER, f"wrong{i}") for i in range(4)))  # at once: they queue
+        queued = time.monotonic() - t0
+        ok = await guard.check(USER, PASSWORD)
+        return first, queued, results, ok
+
+    import inspect
+
+    assert inspect.iscoroutinefunction(guard.check)  # what gradio tests before awaiting it
+    first, queued, results, ok = asyncio.run(attempts())
+    assert first < 0.05 and not any(results) and ok
+    assert queued >= 0.05 + 0.1 + 0.2 + 0.4 - 0.02, queued  # doubling waits, one after another
+    assert guard.delay(USER) == 0.0  # a success resets the count
+    assert guard.delay("someone-else") == 0.0  # one user's failures do not slow another's first attempts
+
+
+@pytest.mark.slow
+def test_real_ui_slows_wrong_logins(corpus_settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("PAPERS_UI_AUTH", f"{USER}:{PASSWORD}")
+    settings = load_settings(_env_file=None, data_dir=corpus_settings.data_dir, ui_port=free_port())
+    with launched(settings) as url:
+        def login(password: str) -> int:
+            return httpx.post(url + "login", data={"username": USER, "password": password}, timeout=60).status_code
+
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(6) as pool:  # six wrong guesses fired at once
+            codes = list(pool.map(login, [f"guess{i}" for i in range(6)]))
+        took = time.monotonic() - t0
+        assert codes == [400] * 6
+        assert took >= 0.25 + 0.5 + 1 + 2 + 4 - 0.2, took  # 7.75 s of doubling waits; unthrottled: well under 1 s
+        assert login(PASSWORD) == 200
+
+
+@pytest.mark.slow
+def test_url_credentials_never_reach_the_api_or_pages(corpus_settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    with FaultServer("error") as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.url.replace("http://", "http://admin:URLSECRET456@"))
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        settings = load_settings(_env_file=None, data_dir=corpus_settings.data_dir, ui_port=free_port(),
+                                 llm_timeout_s=5)
+        with launched(settings) as url:
+            client = Client(url, verbose=False, analytics_enabled=False)
+            try:
+                d = client.submit("Which paper proposes ReLoop?", "auto", 5, None, api_name="/ask").result(timeout=120)
+            finally:
+                client.close()
+            pages = {p: httpx.get(url + p, timeout=30).text for p in ("", "config", "gradio_api/info")}
+        assert llm.requests, "the LLM was asked"
+    assert d["mode"] == "extractive" and "http://***@127.0.0.1" in d["notice"] and "HTTP 500" in d["notice"], d
+    pages["/ask answer"] = json.dumps(d, ensure_ascii=False)
+    for where, text in pages.items():
+        for secret in ("URLSECRET456", "admin:", SECRET):
+            assert secret not in text, f"{secret!r} is in the {where}"

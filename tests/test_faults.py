@@ -312,3 +312,93 @@ def test_api_key_never_leaks(corpus_settings, tmp_path: Path, monkeypatch: pytes
     for where, texts in seen.items():
         for text in texts:
             assert SECRET not in text and "SECRET-123" not in text, f"the API key leaked into {where}: {text[:500]}"
+
+
+# --- the timeout bounds the whole reply -----------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_trickling_server_is_cut_off_at_the_whole_reply_timeout(corpus_settings, stream: bool) -> None:
+    """A server that sends a keep-alive byte every 0.4 s (every read succeeds) is given up on at the timeout."""
+    with FaultServer("trickle", trickle_s=0.4, stall_s=60) as fs:
+        assistant = Assistant(fault_settings(corpus_settings, fs))
+        t0 = time.monotonic()
+        if stream:
+            assert_streamed_fallback(run_stream(assistant, QUESTION), f"did not answer within {FAULT_TIMEOUT_S} s",
+                                     llm_text=False)
+        else:
+            assert_fallback(assistant.ask(QUESTION), f"did not answer within {FAULT_TIMEOUT_S} s")
+        took = time.monotonic() - t0
+        assert_asked_once(fs, stream=stream)
+    assert FAULT_TIMEOUT_S <= took < FAULT_TIMEOUT_S + SLACK_S, took
+
+
+@pytest.mark.slow
+def test_cli_waits_no_longer_than_the_timeout_for_a_trickling_server(corpus_settings, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: keep-alive bytes every 5 s, PAPERS_LLM_TIMEOUT_S=10 (it used to wait 95 s)."""
+    with FaultServer("trickle", trickle_s=5, stall_s=120) as fs:
+        env = write_env(tmp_path / ".env", corpus_settings, fs.url)
+        env.write_text(env.read_text().replace(f"PAPERS_LLM_TIMEOUT_S={FAULT_TIMEOUT_S}", "PAPERS_LLM_TIMEOUT_S=10"))
+        monkeypatch.setenv("PAPERS_ENV_FILE", str(env))
+        for args in (["ask", QUESTION], ["ask", "--stream", QUESTION]):
+            t0 = time.monotonic()
+            r = cli(*args)
+            took = time.monotonic() - t0
+            assert_clean_exit(r)
+            assert "did not answer within 10 s" in r.stdout and "CoRF [1]" in r.stdout, r.stdout
+            assert 10 <= took < 10 + SLACK_S, (args, took)
+
+
+# --- credentials inside URL settings never leave ----------------------------------------------------------
+
+URL_USER, URL_PASSWORD = "admin", "URLSECRET456"
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", f"http://{URL_USER}:{URL_PASSWORD}@")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["error", "rate_limit", "trickle"])
+def test_url_credentials_and_api_key_never_leak(corpus_settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture, fault: str) -> None:
+    caplog.set_level(logging.DEBUG)
+    with FaultServer(fault, trickle_s=0.3, stall_s=30) as fs:
+        url = with_credentials(fs.url)
+        settings = fault_settings(corpus_settings, fs, openai_base_url=url, openai_api_key=SecretStr(SECRET))
+        assistant = Assistant(settings)
+        asked = assistant.ask(QUESTION)
+        before, _, after, streamed = run_stream(assistant, QUESTION)
+        monkeypatch.setenv("PAPERS_ENV_FILE", str(write_env(tmp_path / ".env", corpus_settings, url)))
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        runs = [cli("ask", QUESTION), cli("ask", "--json", QUESTION), cli("ask", "--stream", QUESTION)]
+        requests = fs.requests
+    # The premise: the URL's credentials were used (as HTTP basic auth) and the URL was logged.
+    assert len(requests) == 5 and all(r["headers"].get("Authorization", "").startswith("Basic ") for r in requests)
+    assert any("127.0.0.1" in rec.getMessage() for rec in caplog.records if rec.name.startswith(("openai", "httpx")))
+    for a in (asked, streamed):
+        assert_fallback(a)
+        assert f"the LLM at http://***@127.0.0.1:{fs.port}/v1 " in a.notice, a.notice
+    for r in runs:
+        assert_clean_exit(r)
+        assert "http://***@127.0.0.1" in r.stdout, r.stdout
+    texts = [json.dumps(a.to_dict(), ensure_ascii=False) for a in (asked, streamed)] + [before, after]
+    texts += [r.output for r in runs] + [r.stderr for r in runs] + [caplog.text]
+    texts += [rec.getMessage() for rec in caplog.records]
+    for text in texts:
+        for secret in (URL_PASSWORD, f"{URL_USER}:", SECRET):
+            assert secret not in text, (secret, text[:400])
+
+
+def test_settings_errors_redact_url_credentials() -> None:
+    from rag.llm import LLMConfigError, check_llm_settings
+    from rag.settings import load_settings, redact
+
+    assert redact("see http://admin:pw@host:8080/v1 and https://tok@h/x") == "see http://***@host:8080/v1 and " \
+                                                                             "https://***@h/x"
+    assert redact("mail alice@example.org") == "mail alice@example.org"
+    s = load_settings(_env_file=None, openai_base_url="http://admin:URLSECRET456@example.org/v1",
+                      answer_mode="llm")
+    with pytest.raises(LLMConfigError) as e:
+        check_llm_settings(s)
+    assert "URLSECRET456" not in str(e.value) and "http://***@example.org/v1" in str(e.value)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rag.cli import app
 from rag.ingest import ingest
 from rag.qa import Assistant, QuestionError
-from rag.store import Store, StoreError
+from rag.store import Store, StoreError, release_reader_lock
 
 from .conftest import ABSTRACTS, CORPUS, ROOT, llm_settings, make_settings, write_jsonl
 
@@ -63,6 +63,7 @@ def test_killed_ingest_resumes_and_keeps_every_paper_once(tmp_path: Path) -> Non
     assert report["total_papers"] == 2000
     settings = make_settings(data)
     assert_consistent(settings, {f"p{i:05d}" for i in range(2000)})
+    release_reader_lock(settings)  # this process is done reading: the next ingest may write
     again = json.loads(run_cli(data, "ingest", "--json", str(corpus)).stdout)
     assert again["unchanged"] == 2000 and again["chunks_embedded"] == 0
     a = Assistant(settings).ask("Which paper proposes Method01234?")
@@ -190,3 +191,109 @@ def test_hostile_document_changes_nothing(tmp_path: Path, embedder, llama_server
     prompt = answer_messages("prompt robustness", retrieval.papers, s)[1].content
     start = prompt.index("IGNORE PREVIOUS INSTRUCTIONS")
     assert prompt.rfind("<<<", 0, start) > prompt.rfind(">>>", 0, start), "hostile text sits inside a quoted source"
+
+
+# --- partly malformed files, special files, memory, titles, terminal escapes ------------------------------
+
+def test_partly_malformed_jsonl_keeps_good_lines_current(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+    """Issue 12: editing a paper while another line of the same file is malformed must apply the edit."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    f = corpus / "f.jsonl"
+    old, new = ABSTRACTS[0], ABSTRACTS[0].replace("40%", "45%")
+    f.write_text(json.dumps({"abstract": old}) + "\n" + json.dumps({"abstract": ABSTRACTS[1]}) + "\n")
+    s = make_settings(tmp_path / "data")
+    ingest(s, [corpus], embedder=embedder, progress=False)
+    first_ids = set(Store.open(s).catalog())
+    # Line 1 edited, line 2 broken (what it holds now is unknown: its paper stays), line 3 new.
+    f.write_text(json.dumps({"abstract": new}) + "\n{broken json\n" + json.dumps({"abstract": ABSTRACTS[3]}) + "\n")
+    report = ingest(s, [corpus], embedder=embedder, progress=False)
+    assert any("f.jsonl:2" in p and "invalid JSON" in p for p in report.problems), report.problems
+    catalog = Store.open(s).catalog()
+    at = {e.position: e.text for e in catalog.values()}
+    assert len(catalog) == 3 and sorted(at) == [1, 2, 3], at  # one paper per line: nothing stale
+    assert at[1] == new and at[2] == ABSTRACTS[1] and at[3] == ABSTRACTS[3]
+    assert len(report.removed) == 1 and report.removed[0] in first_ids
+    a = Assistant(s).ask("How much memory does FooNet save?")
+    assert "45%" in a.answer and "40%" not in a.answer, a.answer
+
+
+def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
+    """A FIFO named x.txt and a symlink to /dev/zero named z.txt: skipped at once, unread."""
+    import threading
+
+    from rag.corpus import scan
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    os.mkfifo(corpus / "x.txt")
+    (corpus / "z.txt").symlink_to("/dev/zero")
+    (corpus / "good.txt").write_text(ABSTRACTS[0])
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(scan=scan([corpus], 2**20, 20_000)), daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "reading a FIFO or a device hung"
+    found = result["scan"]
+    assert [p.source.rsplit("/", 1)[-1] for p in found.papers] == ["good.txt"]
+    joined = "\n".join(found.problems)
+    assert any("x.txt" in p and "named pipe (FIFO), not a regular file" in p for p in found.problems), joined
+    assert any("z.txt" in p and "character device, not a regular file" in p for p in found.problems), joined
+
+
+def test_memory_error_on_one_file_does_not_stop_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag import corpus as corpus_mod
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.txt").write_text(ABSTRACTS[0])
+    (folder / "b.txt").write_text(ABSTRACTS[1])
+    real = corpus_mod._read_text
+
+    def exhausting(path: Path, max_bytes: int) -> str:
+        if path.name == "a.txt":
+            raise MemoryError
+        return real(path, max_bytes)
+
+    monkeypatch.setattr(corpus_mod, "_read_text", exhausting)
+    found = corpus_mod.scan([folder], 2**20, 20_000)
+    assert [p.source.rsplit("/", 1)[-1] for p in found.papers] == ["b.txt"]
+    assert any("a.txt" in p and "out of memory" in p for p in found.problems), found.problems
+    assert next(r for r in found.files if r.path.name == "a.txt").failed  # its old papers are kept
+
+
+@pytest.mark.parametrize("name", ["paper.md", "paper.txt"])
+def test_heading_directly_followed_by_text_is_the_title(tmp_path: Path, name: str) -> None:
+    from rag.corpus import read_file
+
+    f = tmp_path / name
+    f.write_text("# Sparse Attention for Long Documents\nWe propose FooNet, a sparse attention method. It saves "
+                 "40% memory on LongBench.\n")
+    [paper] = read_file(f, 2**20, 20_000).papers
+    assert paper.title == "Sparse Attention for Long Documents"
+    assert paper.text.startswith("We propose FooNet") and "#" not in paper.text
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m\x9b2J"
+
+
+def test_terminal_escapes_in_an_abstract_never_reach_the_terminal(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    hostile = f"We propose FooNet{ESCAPES}, a sparse attention method. FooNet{ESCAPES} saves 40% memory on LongBench."
+    write_jsonl(corpus / "p.jsonl", [{"abstract": hostile, "title": f"Foo{ESCAPES}"}, {"abstract": ABSTRACTS[1]}])
+    s = make_settings(tmp_path / "data")
+    ingest(s, [corpus], embedder=embedder, progress=False)
+    stored = Store.open(s).catalog()
+    assert any("\x1b]0;pwned\x07" in e.text for e in stored.values()), "the stored text is kept as it was"
+    env = {"PAPERS_DATA_DIR": str(s.data_dir)}
+    runs = {args[0] + " " + " ".join(args[1:2]): CliRunner().invoke(app, args, env=env) for args in (
+        ["list"], ["list", "--json"], ["ask", "How much memory does FooNet save?"],
+        ["ask", "--json", "How much memory does FooNet save?"], ["cite", "FooNet sparse attention"],
+        ["cite", "--json", "FooNet"], ["ask", "--stream", "How much memory does FooNet save?"])}
+    for what, r in runs.items():
+        assert r.exit_code == 0, (what, r.output)
+        assert "FooNet" in r.output, (what, r.output)
+        for bad in ("\x1b", "\x07", "\x9b"):
+            assert bad not in r.output, (what, repr(bad), r.output)
+    assert "We propose FooNetred, a sparse" in runs["list "].output  # the sequences are removed, the text stays

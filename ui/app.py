@@ -630,9 +630,11 @@ def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
     """Start the UI on the configured host and port (127.0.0.1 unless configured), with login if set."""
     demo = build_app(settings)
     auth = None
-    if settings.ui_auth:
+    if settings.ui_auth:  # validated as user:password by the settings; failed logins are slowed down
+        from rag.login import LoginGuard
+
         user, _, password = settings.ui_auth.get_secret_value().partition(":")
-        auth = (user, password)
+        auth = LoginGuard(user, password).check
     demo.launch(server_name=settings.ui_host, server_port=settings.ui_port, auth=auth, css=CSS,
                 prevent_thread_lock=prevent_thread_lock, footer_links=["api"], quiet=True)
     return demo
