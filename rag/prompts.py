@@ -56,3 +56,14 @@ REWRITE_USER = """Conversation so far:
 Follow-up question: {question}
 
 Standalone question:"""
+
+# Heading of the reference list appended to answers sent to other tools (rag/integrations/common.py).
+REFERENCES_HEADING = "References:"
+
+# Streamed to other tools when the LLM fails mid-answer: what was streamed is replaced by the fallback after it.
+STREAM_RESET = "\n\n[the LLM failed mid-answer; the answer below replaces the text above]\n\n"
+
+# How the assistant describes itself as a tool to agents (LlamaIndex QueryEngineTool, MCP `ask`).
+TOOL_DESCRIPTION = ("Answers questions about the indexed research-paper abstracts, citing the papers. Input: one "
+                    "self-contained question in English. Output: the answer with [n] citation markers and a "
+                    "numbered reference list; it says so when the abstracts do not contain the answer.")
