@@ -6,6 +6,7 @@ tool's text) still get the `[n]` markers resolved by the list at the end of the 
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from rag import prompts
@@ -13,6 +14,7 @@ from rag import prompts
 if TYPE_CHECKING:
     from rag.qa import Assistant
     from rag.schema import Answer
+    from rag.settings import Settings
     from rag.store import CatalogEntry
 
 
@@ -41,3 +43,46 @@ def with_references(answer: Answer) -> str:
         return answer.answer
     lines = [f"[{c.n}] {c.reference or c.label} — “{c.quote}”" for c in answer.citations]
     return f"{answer.answer}\n\n{prompts.REFERENCES_HEADING}\n" + "\n".join(lines)
+
+
+class Unavailable(Exception):
+    """The assistant cannot answer at all (no index yet, bad configuration); the message is the CLI's."""
+
+
+class AssistantHolder:
+    """A server's Assistant, made on first use, so a server starts (and says why it cannot answer) before the
+    first `papers ingest`; a failure is reported on each call and retried on the next."""
+
+    def __init__(self, settings: Settings, assistant: Assistant | None = None) -> None:
+        self.settings = settings
+        self._assistant = assistant
+        self._lock = threading.Lock()
+
+    def get(self) -> Assistant:
+        from rag.llm import LLMConfigError
+        from rag.qa import Assistant
+        from rag.store import StoreError
+
+        with self._lock:
+            if self._assistant is None:
+                try:
+                    self._assistant = Assistant(self.settings)
+                except LLMConfigError as e:
+                    raise Unavailable(f"configuration: {e}") from None
+                except StoreError as e:
+                    raise Unavailable(str(e)) from None
+            return self._assistant
+
+    def paper(self, paper_id: str) -> CatalogEntry | None:
+        return paper_record(self.get(), paper_id)
+
+    def warm_up_in_background(self) -> None:
+        """Load the index and models while the server starts, so the first call does not pay for it."""
+
+        def work() -> None:
+            try:
+                self.get().retriever.warm_up()
+            except Unavailable:
+                pass  # reported by the first call
+
+        threading.Thread(target=work, name="warm-up", daemon=True).start()
