@@ -74,9 +74,9 @@ def test_chat_completion(served: Served, assistant) -> None:  # noqa: ANN001
         assert {"title", "reference", "source", "position"} <= set(citations[0])
     assert r.model_extra["papers"]["mode"] == "extractive" and r.choices[0].finish_reason == "stop"
     # Request options through extra_body; a content-parts message.
-    scoped = served.client().chat.completions.create(
-        model="papers", messages=[{"role": "user", "content": [{"type": "text", "text": "Which paper proposes ReLoop?"}]}],
-        extra_body={"k": 1})
+    parts = [{"type": "text", "text": "Which paper proposes ReLoop?"}]
+    scoped = served.client().chat.completions.create(model="papers", messages=[{"role": "user", "content": parts}],
+                                                     extra_body={"k": 1})
     assert [c["label"] for c in scoped.model_extra["citations"]] == ["ReLoop"]
 
 
