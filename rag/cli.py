@@ -143,8 +143,9 @@ def ask(
     paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
-    from rag.qa import QuestionError
+    from rag.qa import QuestionError, preload_answer_path
 
+    preload_answer_path()
     settings = _settings()
     assistant = _assistant(settings)
     questions = [line for line in sys.stdin.read().splitlines() if line.strip()] if question == "-" else [question]
@@ -218,8 +219,9 @@ def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Paper
          mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
     """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
     from rag.chat import Conversation
-    from rag.qa import QuestionError
+    from rag.qa import QuestionError, preload_answer_path
 
+    preload_answer_path()
     conversation = Conversation(_assistant(_settings()))
     typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
     while True:

@@ -76,6 +76,22 @@ class StreamEvent:
     answer: Answer | None = None
 
 
+def preload_answer_path() -> None:
+    """Start importing the LlamaIndex retriever (llama-index's 2 s import) on a thread, so that it overlaps with
+    opening the store and loading the models; a command that will answer questions calls this first."""
+    import sys
+    import threading
+
+    def load() -> None:
+        try:
+            import rag.integrations.llamaindex  # noqa: F401
+        except Exception:  # noqa: S110 - the answer path imports it again and reports any error itself
+            pass
+
+    if "rag.integrations.llamaindex" not in sys.modules:
+        threading.Thread(target=load, name="preload-llamaindex", daemon=True).start()
+
+
 class Assistant:
     """One per process: holds the retriever (store, models, BM25) and answers questions."""
 
