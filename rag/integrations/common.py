@@ -6,6 +6,7 @@ tool's text) still get the `[n]` markers resolved by the list at the end of the 
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -86,3 +87,31 @@ class AssistantHolder:
                 pass  # reported by the first call
 
         threading.Thread(target=work, name="warm-up", daemon=True).start()
+
+
+_ACTIVE_MARKUP = re.compile(r"!\[|<(?=[A-Za-z/!?])")
+
+
+def markdown_safe(text: str) -> str:
+    """Neutralise the Markdown/HTML that a chat client would act on (an image it would fetch, a tag) in text that
+    comes from abstracts or from a model that read them: `![` and `<tag` get a backslash, which Markdown renders
+    as the plain character. Nothing else changes."""
+    return _ACTIVE_MARKUP.sub(lambda m: "\\" + m.group(0), text)
+
+
+class MarkdownSafeStream:
+    """`markdown_safe` over a text arriving in pieces: a trailing `!` or `<` waits for the next piece."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        text = self._held + piece
+        self._held = ""
+        if text.endswith(("!", "<")):
+            text, self._held = text[:-1], text[-1]
+        return markdown_safe(text)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held

@@ -17,7 +17,7 @@ from mcp_types import CallToolResult, Resource, TextContent
 from pydantic import BaseModel, Field
 
 from rag import prompts
-from rag.integrations.common import AssistantHolder, Unavailable, citation_dicts, with_references
+from rag.integrations.common import AssistantHolder, Unavailable, citation_dicts, markdown_safe, with_references
 
 if TYPE_CHECKING:
     from rag.qa import Assistant
@@ -159,7 +159,8 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
         out = AskOut(answer=answer.answer, abstained=answer.abstained, mode=answer.mode,
                      citations=citation_dicts(assistant, answer),
                      unsupported=[u["sentence"] for u in answer.unsupported], notice=answer.notice)
-        return CallToolResult(content=[TextContent(type="text", text=with_references(answer))],
+        # The text is what hosts show and models repeat: active Markdown from paper text is neutralised there.
+        return CallToolResult(content=[TextContent(type="text", text=markdown_safe(with_references(answer)))],
                               structured_content=out.model_dump(mode="json"))
 
     @server.tool(description="Citation lookup: the papers that match a method name, claim or topic, best first, "

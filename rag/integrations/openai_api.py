@@ -3,7 +3,8 @@ library, curl) can use the assistant as a "model".
 
 - `POST /v1/chat/completions`, streaming (server-sent events) or not. The last user message is the question;
   earlier turns are the conversation, so follow-ups work (rag.chat.Conversation rewrites them).
-- The message text has `[n]` markers and ends with a reference list, so a client that shows only text still shows
+- The message text has `[n]` markers and ends with a reference list (`![` and `<tag` from paper text are
+  backslash-escaped, so a client rendering Markdown fetches no image and renders no tag), so a client that shows only text still shows
   the sources. The citations as data (n, paper_id, label, title, quote, source, position, reference, url) are in
   an extra field `citations`, on the response and on its choice (streaming: on the last chunk, the one with a
   `finish_reason`). `papers` on the same objects holds abstained, mode, notice, rewritten and unsupported.
@@ -30,7 +31,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag import prompts
-from rag.integrations.common import AssistantHolder, Unavailable, citation_dicts, with_references
+from rag.integrations.common import (AssistantHolder, MarkdownSafeStream, Unavailable, citation_dicts, markdown_safe,
+                                     with_references)
 
 if TYPE_CHECKING:
     from rag.chat import Conversation
@@ -179,7 +181,7 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
                                           settings.serve_model), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         answer = next(e.answer for e in chain() if e.kind == "final")
-        content = with_references(answer)
+        content = markdown_safe(with_references(answer))
         conversations.remember(content, conversation.turns[-1].standalone, answer)
         extra = _extra(assistant, answer)
         return {"id": ident, "object": "chat.completion", "created": created, "model": settings.serve_model,
@@ -208,6 +210,7 @@ def _sse(events: Iterator[StreamEvent], assistant: Assistant, conversations: Con
                                       "model": model, "choices": [choice], **extra}, ensure_ascii=False) + "\n\n"
 
     sent: list[str] = []
+    safe = MarkdownSafeStream()
     yield chunk({"role": "assistant", "content": ""})
     answer = None
     for event in events:
@@ -220,7 +223,8 @@ def _sse(events: Iterator[StreamEvent], assistant: Assistant, conversations: Con
             answer = event.answer
         if text:
             sent.append(text)
-            yield chunk({"content": text})
+            if shown := safe.feed(text):
+                yield chunk({"content": shown})
     assert answer is not None
     streamed = "".join(sent)
     tail = ""
@@ -228,9 +232,10 @@ def _sse(events: Iterator[StreamEvent], assistant: Assistant, conversations: Con
         tail += f"\n\n{prompts.CHECKED_HEADING}\n{answer.answer}"
     full = with_references(answer)
     tail += full[len(answer.answer):]
-    if tail:
-        yield chunk({"content": tail})
-    conversations.remember(streamed + tail, conversation.turns[-1].standalone, answer)
+    shown = safe.feed(tail) + safe.flush()
+    if shown:
+        yield chunk({"content": shown})
+    conversations.remember(markdown_safe(streamed + tail), conversation.turns[-1].standalone, answer)
     yield chunk({}, "stop", **_extra(assistant, answer))
     yield "data: [DONE]\n\n"
 
