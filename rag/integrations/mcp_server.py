@@ -48,6 +48,8 @@ class AskOut(BaseModel):
     citations: list[CitationOut]
     unsupported: list[str] = Field(description="Answer sentences the citation check could not trace to a source.")
     notice: str | None = Field(None, description="Why the LLM was not used, when it was configured but failed.")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="Where the time went (as `papers ask "
+                                                                         "--json` reports it).")
 
 
 class CiteHit(BaseModel):
@@ -158,7 +160,8 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
             return _failed(str(e))
         out = AskOut(answer=answer.answer, abstained=answer.abstained, mode=answer.mode,
                      citations=citation_dicts(assistant, answer),
-                     unsupported=[u["sentence"] for u in answer.unsupported], notice=answer.notice)
+                     unsupported=[u["sentence"] for u in answer.unsupported], notice=answer.notice,
+                     timings_ms={k: round(v, 1) for k, v in answer.timings_ms.items()})
         # The text is what hosts show and models repeat: active Markdown from paper text is neutralised there.
         return CallToolResult(content=[TextContent(type="text", text=markdown_safe(with_references(answer)))],
                               structured_content=out.model_dump(mode="json"))

@@ -7,7 +7,7 @@ library, curl) can use the assistant as a "model".
   backslash-escaped, so a client rendering Markdown fetches no image and renders no tag), so a client that shows only text still shows
   the sources. The citations as data (n, paper_id, label, title, quote, source, position, reference, url) are in
   an extra field `citations`, on the response and on its choice (streaming: on the last chunk, the one with a
-  `finish_reason`). `papers` on the same objects holds abstained, mode, notice, rewritten and unsupported.
+  `finish_reason`). `papers` on the same objects holds abstained, mode, notice, rewritten, unsupported and timings_ms.
 - Optional request fields (the `openai` client's `extra_body`): `k`, `paper_ids`, `answer_mode`.
 - `GET /v1/models` lists one model (PAPERS_SERVE_MODEL); any model name is accepted in requests.
 - With PAPERS_SERVE_API_KEY set, every call needs `Authorization: Bearer KEY` (compared in constant time; the key
@@ -196,7 +196,8 @@ def _extra(assistant: Assistant, answer: Answer) -> dict[str, Any]:
     """The documented extra fields: `citations` and `papers` (answer facts the text does not carry as data)."""
     return {"citations": citation_dicts(assistant, answer),
             "papers": {"abstained": answer.abstained, "mode": answer.mode, "notice": answer.notice,
-                       "rewritten": answer.rewritten, "unsupported": [u["sentence"] for u in answer.unsupported]}}
+                       "rewritten": answer.rewritten, "unsupported": [u["sentence"] for u in answer.unsupported],
+                       "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()}}}
 
 
 def _sse(events: Iterator[StreamEvent], assistant: Assistant, conversations: Conversations,

@@ -36,9 +36,10 @@ def seed_questions(n: int = 10) -> list[str]:
 
 
 def start(args: list[str], env: dict[str, str], url: str, log: Path, headers: dict[str, str] | None = None,
-          timeout: float = 180) -> subprocess.Popen:
+          timeout: float = 180, new_session: bool = False) -> subprocess.Popen:
     """Start a server process and wait until `url` answers (any HTTP status counts as up)."""
-    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=open(log, "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
+                            start_new_session=new_session)
     deadline = time.monotonic() + timeout
     while True:
         try:
