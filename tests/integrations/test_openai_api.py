@@ -154,7 +154,7 @@ def test_llm_mode_streams_through_the_endpoint(corpus_settings, llama_server: Ll
     env = {"OPENAI_BASE_URL": llama_server.url, "PAPERS_LLM_MODEL": "smollm2", "PAPERS_TOP_K": "3",
            "PAPERS_LLM_MAX_TOKENS": "120", "PAPERS_LLM_CONTEXT_WINDOW": "1536", "PAPERS_LLM_TIMEOUT_S": "120"}
     for served in _serve(corpus_settings, tmp_path, **env):
-        chunks = list(served.client("").chat.completions.create(
+        chunks = list(served.client("no-auth").chat.completions.create(
             model="papers", messages=[{"role": "user", "content": RECMEM_Q}], stream=True))
         last = chunks[-1]
         assert last.choices[0].finish_reason == "stop"
