@@ -278,6 +278,9 @@ def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (defa
     _check_llm(settings)
     from rag.integrations.openai_api import run
 
+    if not settings.serve_api_key and settings.serve_host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: {settings.serve_host} is reachable from the network and PAPERS_SERVE_API_KEY is not "
+                   "set: anyone who can connect can use this endpoint", err=True)
     auth = "Bearer token required" if settings.serve_api_key else "no auth (set PAPERS_SERVE_API_KEY to require one)"
     typer.echo(f"OpenAI-compatible API on http://{settings.serve_host}:{settings.serve_port}/v1 ({auth}; "
                "Ctrl-C to stop)", err=True)
