@@ -1,4 +1,4 @@
-"""`papers`: ingest, ask, cite, list, chat, ui and eval from the terminal.
+"""`papers`: ingest, ask, cite, list, chat, ui, mcp, serve and eval from the terminal.
 
 Heavy libraries (torch, chromadb, llama-index, gradio) are imported inside the commands that need them, so
 `papers --help` and argument errors are instant.
@@ -175,9 +175,10 @@ def ask(
     paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
-    from rag.qa import QuestionError
+    from rag.qa import QuestionError, preload_answer_path
     from rag.store import StoreError
 
+    preload_answer_path()
     settings = _settings()
     assistant = _assistant(settings)
     questions = [line for line in sys.stdin.read().splitlines() if line.strip()] if question == "-" else [question]
@@ -304,8 +305,9 @@ def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Paper
          mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
     """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
     from rag.chat import Conversation
-    from rag.qa import QuestionError
+    from rag.qa import QuestionError, preload_answer_path
 
+    preload_answer_path()
     conversation = Conversation(_assistant(_settings()))
     typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
     while True:
@@ -365,6 +367,46 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
 
     typer.echo(f"Paper Q&A UI on http://{settings.ui_host}:{settings.ui_port} (Ctrl-C to stop)")
     launch(settings)
+
+
+@app.command()
+def mcp(http: bool = typer.Option(False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
+                                                        "stdio (host PAPERS_MCP_HOST, 127.0.0.1)."),
+        port: Optional[int] = typer.Option(None, help="Port with --http (default PAPERS_MCP_PORT, 8765).")) -> None:
+    """MCP server (Claude Desktop, Cursor, ...): tools ask, cite, list_papers, get_paper; papers:// resources."""
+    settings = _settings(mcp_port=port)
+    _check_llm(settings)
+    from rag.integrations.mcp_server import run
+
+    if http:  # stdout is the protocol channel in stdio mode: print nothing there
+        typer.echo(f"MCP server on http://{settings.mcp_host}:{settings.mcp_port}/mcp (Ctrl-C to stop)", err=True)
+    run(settings, http=http)
+
+
+@app.command()
+def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_SERVE_HOST, 127.0.0.1)."),
+          port: Optional[int] = typer.Option(None, help="Port (default PAPERS_SERVE_PORT, 8000).")) -> None:
+    """OpenAI-compatible endpoint: POST /v1/chat/completions (streaming or not), GET /v1/models."""
+    settings = _settings(serve_host=host, serve_port=port)
+    _check_llm(settings)
+    from rag.integrations.openai_api import run
+
+    if not settings.serve_api_key and settings.serve_host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: {settings.serve_host} is reachable from the network and PAPERS_SERVE_API_KEY is not "
+                   "set: anyone who can connect can use this endpoint", err=True)
+    auth = "Bearer token required" if settings.serve_api_key else "no auth (set PAPERS_SERVE_API_KEY to require one)"
+    typer.echo(f"OpenAI-compatible API on http://{settings.serve_host}:{settings.serve_port}/v1 ({auth}; "
+               "Ctrl-C to stop)", err=True)
+    run(settings)
+
+
+def _check_llm(settings: Settings) -> None:
+    from rag.llm import LLMConfigError, check_llm_settings
+
+    try:
+        check_llm_settings(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
 
 
 def _register_eval() -> None:

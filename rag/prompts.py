@@ -66,3 +66,27 @@ REFERENCE_FROM_LIST = "{where} (list “{collection}”)"
 # --- scope (UI): a question about a paper that is indexed but outside the papers the user selected -------
 OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
 OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."
+# Heading of the reference list appended to answers sent to other tools (rag/integrations/common.py).
+REFERENCES_HEADING = "References:"
+
+# Streamed to other tools when the LLM fails mid-answer: what was streamed is replaced by the fallback after it.
+STREAM_RESET = "\n\n[the LLM failed mid-answer; the answer below replaces the text above]\n\n"
+
+# How the assistant describes itself as a tool to agents (LlamaIndex QueryEngineTool, MCP `ask`).
+TOOL_DESCRIPTION = ("Answers questions about the indexed research-paper abstracts, citing the papers. Input: one "
+                    "self-contained question in English. Output: the answer with [n] citation markers and a "
+                    "numbered reference list; it says so when the abstracts do not contain the answer.")
+
+# Told to MCP clients when they connect (`papers mcp`).
+MCP_INSTRUCTIONS = ("Research-paper Q&A over the indexed abstracts. Use `ask` for questions (answers cite papers as "
+                    "[n]; keep the citations when you repeat an answer), `cite` to find which papers match a method "
+                    "or claim, `list_papers` and `get_paper` (or the papers:// resources) for abstracts.")
+
+# A paper id that is not in the index (MCP get_paper, paper resources).
+UNKNOWN_PAPER = "no indexed paper has id {paper_id!r}: list_papers (or `papers list`) shows the ids"
+
+# `papers serve` (OpenAI-compatible endpoint): errors in OpenAI's shape, and the heading of a checked answer that
+# differs from the streamed draft (the CLI prints the same heading after a streamed answer).
+SERVE_BAD_KEY = "missing or invalid API key: send Authorization: Bearer <PAPERS_SERVE_API_KEY>"
+SERVE_NO_QUESTION = "no user message: the last user message is the question"
+CHECKED_HEADING = "After the citation check:"

@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rag import prompts
 from rag.cite import SourceText, check_answer
@@ -19,6 +20,9 @@ from rag.schema import Answer, Citation, Retrieved
 from rag.settings import Settings
 from rag.store import CatalogEntry
 from rag.text import split_sentences, stems
+
+if TYPE_CHECKING:
+    from rag.integrations.llamaindex import PapersQueryEngine
 
 SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
@@ -73,6 +77,22 @@ class StreamEvent:
     answer: Answer | None = None
 
 
+def preload_answer_path() -> None:
+    """Start importing the LlamaIndex retriever (llama-index's 2 s import) on a thread, so that it overlaps with
+    opening the store and loading the models; a command that will answer questions calls this first."""
+    import sys
+    import threading
+
+    def load() -> None:
+        try:
+            import rag.integrations.llamaindex  # noqa: F401
+        except Exception:  # noqa: S110 - the answer path imports it again and reports any error itself
+            pass
+
+    if "rag.integrations.llamaindex" not in sys.modules:
+        threading.Thread(target=load, name="preload-llamaindex", daemon=True).start()
+
+
 class Assistant:
     """One per process: holds the retriever (store, models, BM25) and answers questions."""
 
@@ -103,7 +123,10 @@ class Assistant:
         t0 = time.perf_counter()
         q = clean_question(question, self.settings.max_question_chars)
         generate = self.resolve_mode(mode) == "llm"
-        retrieval = self.retriever.retrieve(q, k=k, paper_ids=paper_ids or None)
+        # Through the LlamaIndex retriever: the one retrieval path, seen by LlamaIndex callbacks and events.
+        from rag.integrations.llamaindex import PapersRetriever
+
+        retrieval = PapersRetriever(self.retriever, k=k, paper_ids=paper_ids).retrieve_papers(q)
         generate = generate and bool(retrieval.papers)
         if generate:
             self.retriever.complete(retrieval)
@@ -222,6 +245,12 @@ class Assistant:
                       checks=checked.checks, removed_citations=checked.removed_citations,
                       unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
                       timings_ms={"check_ms": check_ms}, raw_answer=raw)
+
+    def query_engine(self, **options: object) -> PapersQueryEngine:
+        """This assistant as a LlamaIndex query engine (options: k, paper_ids, mode, streaming)."""
+        from rag.integrations.llamaindex import PapersQueryEngine
+
+        return PapersQueryEngine(assistant=self, **options)
 
     # --- lookup and listing -------------------------------------------------------------------------
 

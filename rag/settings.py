@@ -132,7 +132,19 @@ class Settings(BaseSettings):
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the web UI.")
     ui_auth: SecretStr | None = Field(None, description="'user:password' to require a login for UI and API.")
 
-    @field_validator("chroma_host", "openai_base_url", "ui_auth", "openai_api_key", mode="before")
+    # --- integrations: MCP server (`papers mcp --http`) and OpenAI-compatible endpoint (`papers serve`) ---
+    mcp_host: str = Field("127.0.0.1", description="Interface `papers mcp --http` binds (the MCP endpoint has no "
+                                                   "login: keep it on 127.0.0.1).")
+    mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `papers mcp --http` (endpoint path /mcp).")
+    serve_host: str = Field("127.0.0.1", description="Interface `papers serve` binds; 0.0.0.0 exposes it to the "
+                                                     "network (set PAPERS_SERVE_API_KEY then).")
+    serve_port: int = Field(8000, ge=1, le=65535, description="Port of `papers serve` (OpenAI-compatible /v1 API).")
+    serve_api_key: SecretStr | None = Field(None, description="Bearer token `papers serve` requires "
+                                                              "(Authorization: Bearer KEY); unset means no auth.")
+    serve_model: str = Field("papers", min_length=1, description="Model name `papers serve` lists at /v1/models and "
+                                                                 "returns in its replies (any requested name works).")
+
+    @field_validator("chroma_host", "openai_base_url", "ui_auth", "openai_api_key", "serve_api_key", mode="before")
     @classmethod
     def _blank_is_none(cls, v: object) -> object:
         return None if isinstance(v, str) and not v.strip() else v
@@ -167,7 +179,7 @@ class Settings(BaseSettings):
         return self.answer_mode
 
 
-_SECRET_FIELDS = {"openai_api_key", "ui_auth"}
+_SECRET_FIELDS = {"openai_api_key", "ui_auth", "serve_api_key"}
 
 
 class SettingsError(ValueError):
