@@ -46,9 +46,14 @@ def _stemmer():  # noqa: ANN202 - PyStemmer object
     return shared()
 
 
-def embedded_text(label: str, text: str) -> str:
-    """What a chunk's vector was computed from (and what BM25 indexes): its paper's label, then its text."""
-    return f"{label}: {text}"
+def heading(title: str, label: str) -> str:
+    """What a paper's chunks are prefixed with when embedded: the title when it has one, else its label."""
+    return title.strip() or label
+
+
+def embedded_text(head: str, text: str) -> str:
+    """What a chunk's vector was computed from: its paper's heading (see `heading`), then its text."""
+    return f"{head}: {text}"
 
 
 @dataclass
@@ -127,7 +132,7 @@ def _read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list
             chunk_ids.append(cid)
             owners.append(str(meta.get("paper_id", "")))
             texts.append(doc or "")
-            labels.append(str(meta.get("label", "")))
+            labels.append(str(meta.get("heading") or meta.get("label", "")))
         if len(got["ids"]):
             vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
     return chunk_ids, owners, texts, labels, vectors
@@ -174,7 +179,8 @@ def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
     chunk_ids, paper_ids, texts, labels, vectors = _read_chunks(store, sorted(touched))
     chunk_ids = [previous.chunk_ids[i] for i in keep] + chunk_ids
     paper_ids = [previous.paper_ids[i] for i in keep] + paper_ids
-    labels = [papers[previous.paper_ids[i]].label for i in keep] + labels
+    labels = [heading(papers[previous.paper_ids[i]].title, papers[previous.paper_ids[i]].label)
+              for i in keep] + labels
     texts = [previous.texts[i] for i in keep] + texts
     if not texts:
         return None
