@@ -280,15 +280,16 @@ class Retriever:
         return load_fusion(str(path) if path else None)
 
     def retrieve(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
-                 mode: Mode | None = None) -> Retrieval:
-        """Top-k papers for a question, optionally restricted to some paper ids."""
+                 mode: Mode | None = None, fusion: FusionWeights | None = None) -> Retrieval:
+        """Top-k papers for a question, optionally restricted to some paper ids (`fusion`: other weights than
+        the fitted ones, for comparisons)."""
         import numpy as np
 
         from rag.text import stems
 
         k = k or self.settings.top_k
         mode = mode or self.settings.retrieval
-        fusion = self.fusion
+        fusion = fusion or self.fusion
         sig = self.signals(question, paper_ids, mode, fusion)
         if sig is None:
             return Retrieval(question, [], None, {}, mode, {})
