@@ -153,30 +153,8 @@ def open_retriever(data_dir: Path, ingest_paths: list[Path] | None = None):  # n
     return Retriever(settings)
 
 
-def main() -> None:
-    from eval.scifact import default_dir, ensure_ingested, load_claims
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scifact", type=Path, default=None, help="SciFact folder (default ../shared/scifact)")
-    ap.add_argument("--scifact-store", type=Path, default=ROOT / "benchmarks/results/scifact",
-                    help="data dir holding the ingested SciFact corpus (ingested there when empty)")
-    ap.add_argument("--seed-store", type=Path, default=ROOT / "benchmarks/results/seed",
-                    help="data dir for the project's corpus/ (ingested there, a no-op when up to date)")
-    ap.add_argument("--questions", type=Path, default=ROOT / "eval/questions.jsonl")
-    ap.add_argument("--out", type=Path, default=FIT_FILE)
-    args = ap.parse_args()
-    folder = args.scifact or default_dir()
-
-    t0 = time.perf_counter()
-    sf_retriever = open_retriever(args.scifact_store)
-    ensure_ingested(sf_retriever.settings, folder)
-    claims = load_claims(folder)
-    sf_records = collect(sf_retriever, [(c.id, c.claim, c.gold) for c in claims])
-    questions, types = seed_questions(args.questions)
-    seed_records = collect(open_retriever(args.seed_store, [ROOT / "corpus"]), questions)
-    print(f"looked up {len(sf_records)} SciFact claims and {len(seed_records)} questions in "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
-
+def cross_validate(sf_records: list[dict], seed_records: list[dict], types: dict[str, str]) -> dict:
+    """5-fold held-out figures of the fitting procedure, and the weights fitted on everything."""
     sf, seed = Batch(sf_records, 10), Batch(seed_records, 5)
     sf_fold, seed_fold = folds(len(sf_records)), folds(len(seed_records))
     held_sf: list[dict] = []
@@ -207,6 +185,44 @@ def main() -> None:
                                              "questions": measured(seed_records, baseline, 60, 5, types)},
         "fold_fits": fold_weights,
     }
+    return result
+
+
+def main() -> None:
+    from eval.scifact import default_dir, ensure_ingested, load_claims
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scifact", type=Path, default=None, help="SciFact folder (default ../shared/scifact)")
+    ap.add_argument("--scifact-store", type=Path, default=ROOT / "benchmarks/results/scifact",
+                    help="data dir holding the ingested SciFact corpus (ingested there when empty)")
+    ap.add_argument("--seed-store", type=Path, default=ROOT / "benchmarks/results/seed",
+                    help="data dir for the project's corpus/ (ingested there, a no-op when up to date)")
+    ap.add_argument("--questions", type=Path, default=ROOT / "eval/questions.jsonl")
+    ap.add_argument("--out", type=Path, default=FIT_FILE)
+    ap.add_argument("--records", type=Path, default=None,
+                    help="cache of the looked-up rankings: read when it exists, else written (refits in seconds)")
+    args = ap.parse_args()
+    folder = args.scifact or default_dir()
+
+    t0 = time.perf_counter()
+    questions, types = seed_questions(args.questions)
+    if args.records and args.records.exists():
+        cached = json.loads(args.records.read_text())
+        sf_records, seed_records = ([dict(r, gold=set(r["gold"])) for r in cached[name]] for name in ("sf", "seed"))
+    else:
+        sf_retriever = open_retriever(args.scifact_store)
+        ensure_ingested(sf_retriever.settings, folder)
+        claims = load_claims(folder)
+        sf_records = collect(sf_retriever, [(c.id, c.claim, c.gold) for c in claims])
+        seed_records = collect(open_retriever(args.seed_store, [ROOT / "corpus"]), questions)
+        if args.records:
+            args.records.parent.mkdir(parents=True, exist_ok=True)
+            args.records.write_text(json.dumps({name: [dict(r, gold=sorted(r["gold"])) for r in recs]
+                                                for name, recs in (("sf", sf_records), ("seed", seed_records))}))
+    print(f"looked up {len(sf_records)} SciFact claims and {len(seed_records)} questions in "
+          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+    result = cross_validate(sf_records, seed_records, types)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({key: result[key] for key in ("k", "weights", "heldout_5fold", "in_sample",
                                                     "before (chunk-level fusion only)")}, indent=1))

@@ -207,7 +207,7 @@ class Retriever:
         return self._local.idf(words) if self._local is not None else {w: 1.0 for w in words}
 
     def signals(self, question: str, paper_ids: list[str] | None = None, mode: Mode | None = None,
-                fusion: FusionWeights | None = None) -> Signals | None:
+                fusion: FusionWeights | None = None, k: int = 0) -> Signals | None:
         """Run the lookups a question needs (one embedding, one Chroma query, the BM25 queries, the paper-vector
         scan) and rank papers in every active list; None when the index is empty. The fitting script calls this
         once per question and fuses the rankings with many candidate weights."""
@@ -264,6 +264,7 @@ class Retriever:
                 rankings[name] = list(dict.fromkeys(local.paper_ids[r] for r in rows))
         if "bm25_paper" in active or "bm25_title" in active or "dense_paper" in active:
             level = local.papers_index
+            n = max(n, k)  # paper rankings alone can fill the k papers asked for
             if "bm25_paper" in active:
                 rankings["bm25_paper"] = [p for p, _ in level.search(tokens, n, False, paper_ids)]
             if "bm25_title" in active:
@@ -290,7 +291,7 @@ class Retriever:
         k = k or self.settings.top_k
         mode = mode or self.settings.retrieval
         fusion = fusion or self.fusion
-        sig = self.signals(question, paper_ids, mode, fusion)
+        sig = self.signals(question, paper_ids, mode, fusion, k)
         if sig is None:
             return Retrieval(question, [], None, {}, mode, {})
         local = self._local

@@ -107,10 +107,13 @@ def test_papers_found_only_by_paper_rankings_carry_their_chunks(corpus_settings,
 
     fit = tmp_path / "fit.json"
     fit.write_text('{"k": 60, "weights": {"bm25_paper": 1.0}}')
-    a = Assistant(corpus_settings.model_copy(update={"retrieval_fit": fit}))
+    # One chunk per chunk lookup: most of the five papers have no candidate chunk of their own.
+    a = Assistant(corpus_settings.model_copy(update={"retrieval_fit": fit, "candidates": 1}))
     res = a.retriever.retrieve("Over how many test steps does RecMem stay stable?", k=5)
     assert res.papers[0].label == "RecMem" and all(p.ranks.keys() == {"bm25_paper"} for p in res.papers)
     assert [p.ranks["bm25_paper"] for p in res.papers] == [1, 2, 3, 4, 5]
+    assert sum(p.complete for p in res.papers) >= 3
     for p in res.papers:
-        assert p.complete and " ".join(c.text for c in p.chunks) == p.text
-        assert all(-1.0 <= c.cosine <= 1.0 for c in p.chunks)
+        assert p.chunks and all(-1.0 <= c.cosine <= 1.0 for c in p.chunks)
+        if p.complete:
+            assert " ".join(c.text for c in p.chunks) == p.text
