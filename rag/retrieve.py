@@ -38,6 +38,7 @@ FIT_FILE = Path(__file__).resolve().parents[1] / "eval" / "retrieval_fit.json"
 LISTS: dict[str, tuple[str, ...]] = {
     "chunks": ("hybrid", "dense", "bm25"), "dense_chunks": ("hybrid", "dense"), "bm25_chunks": ("hybrid", "bm25"),
     "bm25_paper": ("hybrid", "bm25"), "bm25_title": ("hybrid", "bm25"), "dense_paper": ("hybrid", "dense"),
+    "dense_top2": ("hybrid", "dense"),
 }
 
 
@@ -271,6 +272,11 @@ class Retriever:
                 rankings["bm25_title"] = [p for p, _ in level.search(tokens, n, True, paper_ids)]
             if "dense_paper" in active:
                 rankings["dense_paper"] = _top_papers(level, np.asarray(vector, dtype=np.float32), n, paper_ids)
+        if "dense_top2" in active:
+            # The candidates re-ranked by the mean cosine of their two closest chunks (all their chunks, exact):
+            # a claim often matches two sentences of the abstract that supports it.
+            pool = list(dict.fromkeys(p for r in rankings.values() for p in r))
+            rankings["dense_top2"] = _top2(local, pool, np.asarray(vector, dtype=np.float32))
         timings["papers_ms"] = (time.perf_counter() - t) * 1000
         return Signals(vector, cosine, fused_rows, rankings, timings)
 
@@ -339,6 +345,24 @@ class Retriever:
                                for r, c in zip(rows, cosines)), key=lambda c: c.index)
             p.complete = True
         return retrieval
+
+
+def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
+    """Papers ordered by the mean of their two highest chunk cosines (one chunk: that chunk's)."""
+    import numpy as np
+
+    rows = [local.rows_of_paper.get(p, []) for p in papers]
+    flat = [r for rs in rows for r in rs]
+    if not flat:
+        return []
+    sims = np.asarray(local.vectors[np.asarray(sorted(set(flat)))]) @ q
+    at = {r: float(c) for r, c in zip(sorted(set(flat)), sims)}
+    score = {}
+    for p, rs in zip(papers, rows):
+        if rs:
+            best = sorted((at[r] for r in rs), reverse=True)[:2]
+            score[p] = sum(best) / len(best)
+    return sorted(score, key=score.get, reverse=True)
 
 
 def _top_papers(level: Any, q: Any, n: int, paper_ids: list[str] | None) -> list[str]:
