@@ -199,6 +199,7 @@ def main() -> None:
                     help="data dir for the project's corpus/ (ingested there, a no-op when up to date)")
     ap.add_argument("--questions", type=Path, default=ROOT / "eval/questions.jsonl")
     ap.add_argument("--out", type=Path, default=FIT_FILE)
+    ap.add_argument("--note", default="", help="what the fit was run on, kept in the output")
     ap.add_argument("--records", type=Path, default=None,
                     help="cache of the looked-up rankings: read when it exists, else written (refits in seconds)")
     args = ap.parse_args()
@@ -223,6 +224,7 @@ def main() -> None:
           f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
 
     result = cross_validate(sf_records, seed_records, types)
+    result["data"] = {"scifact_train_claims": len(sf_records), "questions": len(seed_records), "note": args.note}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({key: result[key] for key in ("k", "weights", "heldout_5fold", "in_sample",
                                                     "before (chunk-level fusion only)")}, indent=1))

@@ -80,13 +80,15 @@ def write_jsonl(folder: Path, out: Path) -> Path:
     return out
 
 
-def ensure_ingested(settings: Settings, folder: Path, progress: bool = False) -> float | None:
-    """Ingest the corpus into settings.data_dir unless it already holds it; the ingest's seconds, or None when
-    the store was reused."""
+def ensure_ingested(settings: Settings, folder: Path, progress: bool = False, partial_ok: bool = False
+                    ) -> float | None:
+    """Ingest the corpus into settings.data_dir unless it already holds it (with `partial_ok`, any part of it);
+    the ingest's seconds, or None when the store was reused."""
     from rag.store import Store, StoreError
 
     try:
-        if Store.open(settings).papers.count() >= N_PAPERS:
+        count = Store.open(settings).papers.count()
+        if count >= N_PAPERS or (partial_ok and count):
             return None
     except StoreError:
         pass
