@@ -87,7 +87,8 @@ def objective(sf: Batch, seed: Batch, w: np.ndarray, k: float, sf_rows: np.ndarr
     return 0.5 * sf.scores(w, k, sf_rows)["ndcg"] + 0.5 * seed.scores(w, k, seed_rows)["mrr"]
 
 
-def fit(sf: Batch, seed: Batch, sf_rows: np.ndarray, seed_rows: np.ndarray, sweeps: int = 3) -> tuple[np.ndarray, float]:
+def fit(sf: Batch, seed: Batch, sf_rows: np.ndarray, seed_rows: np.ndarray,
+        sweeps: int = 3) -> tuple[np.ndarray, float]:
     """Coordinate ascent from equal weights: each weight (and k) in turn takes its best grid value."""
     w = np.ones(len(NAMES))
     k = 60.0

@@ -37,7 +37,8 @@ def assert_same_index(ours: LocalIndex, full: LocalIndex) -> None:
     assert sorted(mine.paper_ids) == sorted(theirs.paper_ids)
     for q in QUERIES:
         for title in (False, True):
-            assert dict(mine.search(tokenize(q), 50, title)) == pytest.approx(dict(theirs.search(tokenize(q), 50, title)))
+            got = dict(mine.search(tokenize(q), 50, title))
+            assert got == pytest.approx(dict(theirs.search(tokenize(q), 50, title))), (q, title)
     for pid in theirs.paper_ids:
         assert np.allclose(np.asarray(mine.vectors[mine.row_of[pid]]), np.asarray(theirs.vectors[theirs.row_of[pid]]),
                            atol=1e-5)
