@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from llama_index.core.schema import BaseNode, Document
 
 SPLITTER_VERSION = "w1"
-LABELS_VERSION = "l1"  # bump when the label extractor changes: labels are part of the embedded text
-CHUNK_META_KEYS = ("paper_id", "label", "source", "position")
+LABELS_VERSION = "l1"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
+EMBED_TEXT_VERSION = "t1"  # bump when what a chunk is embedded as changes (t1: title, or label when untitled)
+CHUNK_META_KEYS = ("paper_id", "label", "source", "position", "heading")
 
 
 @dataclass
@@ -58,20 +59,24 @@ class IngestReport:
 
 def chunking_key(settings: Settings) -> str:
     """Identifies how chunks were cut and labelled; a paper chunked or labelled differently is re-embedded."""
-    return f"{settings.chunk_tokens}:{SPLITTER_VERSION}:{LABELS_VERSION}"
+    return f"{settings.chunk_tokens}:{SPLITTER_VERSION}:{LABELS_VERSION}:{EMBED_TEXT_VERSION}"
 
 
 def make_document(paper: Paper) -> Document:
-    """A llama-index Document whose embedded and keyword-indexed text starts with the paper's label."""
+    """A llama-index Document whose embedded and keyword-indexed text starts with the paper's heading: its
+    title, or its (generated) label when it has none, so generated labels never shape a titled paper's vectors."""
     from llama_index.core.schema import Document
+
+    from rag.localindex import heading
 
     return Document(
         id_=paper.paper_id,
         text=paper.text,
         metadata={"paper_id": paper.paper_id, "label": paper.label, "source": paper.source,
-                  "position": paper.position, "content_hash": paper.content_hash},
-        excluded_embed_metadata_keys=["paper_id", "source", "position", "content_hash"],
-        excluded_llm_metadata_keys=["paper_id", "source", "position", "content_hash"],
+                  "position": paper.position, "content_hash": paper.content_hash,
+                  "heading": heading(paper.title, paper.label)},
+        excluded_embed_metadata_keys=["paper_id", "label", "source", "position", "content_hash"],
+        excluded_llm_metadata_keys=["paper_id", "label", "source", "position", "content_hash"],
         metadata_template="{value}",
         text_template="{metadata_str}: {content}",
     )
@@ -127,8 +132,8 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         if old is None:
             to_embed.append(p)
             report.added.append(p.paper_id)
-        elif old.content_hash != p.content_hash or old.label != p.label or old.chunking != chunking \
-                or old.n_chunks == 0 or old.layout != p.layout:
+        elif old.content_hash != p.content_hash or old.label != p.label or old.title != p.title \
+                or old.chunking != chunking or old.n_chunks == 0 or old.layout != p.layout:
             to_embed.append(p)
             report.reembedded.append(p.paper_id)
         elif (old.source, old.position, old.title, old.url, old.authors, old.venue, old.year) != \

@@ -38,6 +38,9 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 TABLE_FILE = "chunks.json"
 VECTORS_FILE = "vectors.npy"
 PAPERS_FILE = "papers.json"
+PAPER_VECTORS_FILE = "paper_vectors.npy"
+PAPER_BM25_DIR = "paper_bm25"  # title + whole abstract, one document per paper
+TITLE_BM25_DIR = "title_bm25"  # the heading alone (title, or label when untitled): the title as its own field
 
 
 def index_dir(settings: Settings, version: str) -> Path:
@@ -50,9 +53,86 @@ def _stemmer():  # noqa: ANN202 - PyStemmer object
     return shared()
 
 
-def embedded_text(label: str, text: str) -> str:
-    """What a chunk's vector was computed from (and what BM25 indexes): its paper's label, then its text."""
-    return f"{label}: {text}"
+def heading(title: str, label: str) -> str:
+    """What a paper's chunks are prefixed with when embedded: the title when it has one, else its label."""
+    return title.strip() or label
+
+
+def tokenize(text: str) -> list[str]:
+    """The query's BM25 tokens (stemmed, English stopwords out): one tokenisation serves all three indexes."""
+    import bm25s
+
+    return bm25s.tokenize(text, stopwords="en", stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
+                          return_ids=False, show_progress=False)[0]
+
+
+def bm25_index(texts: list[str]) -> Any:
+    import bm25s
+
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
+                            show_progress=False)
+    bm25 = bm25s.BM25()
+    bm25.index(tokens, show_progress=False)
+    return bm25
+
+
+@dataclass
+class PaperLevel:
+    """Paper-level evidence beside the chunk index: BM25 over title + whole abstract, BM25 over the title
+    alone, and each paper's mean chunk vector. Rows follow `paper_ids`.
+
+    Sentence-sized chunks miss claims whose words are spread over an abstract; whole-abstract BM25 is the
+    standard baseline on such corpora (SciFact), and a title is the densest description of a paper.
+    """
+
+    paper_ids: list[str]
+    bm25: Any
+    title_bm25: Any
+    vectors: Any  # [papers, dim], unit length
+    row_of: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.row_of = {pid: i for i, pid in enumerate(self.paper_ids)}
+
+    def search(self, tokens: list[str], n: int, title: bool = False,
+               paper_ids: list[str] | None = None) -> list[tuple[str, float]]:
+        """Top (paper id, BM25 score) over whole papers (or their titles), optionally only some papers."""
+        import numpy as np
+
+        bm25 = self.title_bm25 if title else self.bm25
+        tokens = [t for t in tokens if t in bm25.vocab_dict]
+        if not tokens:
+            return []
+        mask = None
+        if paper_ids:
+            mask = np.zeros(len(self.paper_ids), dtype=np.float32)
+            mask[[self.row_of[p] for p in paper_ids if p in self.row_of]] = 1.0
+            if not mask.any():
+                return []
+        docs, scores = bm25.retrieve([tokens], k=min(n, len(self.paper_ids)), show_progress=False,
+                                     weight_mask=mask)
+        return [(self.paper_ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+def build_paper_level(papers: dict[str, CatalogEntry], chunk_paper_ids: list[str], vectors: Any) -> PaperLevel:
+    """Index titles and whole abstracts of the papers, and average each paper's chunk vectors."""
+    import numpy as np
+
+    ids = [pid for pid in dict.fromkeys(chunk_paper_ids) if pid in papers]
+    heads = [heading(papers[p].title, papers[p].label) for p in ids]
+    row = {pid: i for i, pid in enumerate(ids)}
+    sums = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+    owners = np.fromiter((row.get(p, -1) for p in chunk_paper_ids), dtype=np.int64, count=len(chunk_paper_ids))
+    keep = owners >= 0
+    np.add.at(sums, owners[keep], np.asarray(vectors, dtype=np.float32)[keep])
+    sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    return PaperLevel(ids, bm25_index([f"{h}. {papers[p].text}" for h, p in zip(heads, ids)]),
+                      bm25_index(heads), sums)
+
+
+def embedded_text(head: str, text: str) -> str:
+    """What a chunk's vector was computed from: its paper's heading (see `heading`), then its text."""
+    return f"{head}: {text}"
 
 
 @dataclass
@@ -67,6 +147,7 @@ class LocalIndex:
     papers: dict[str, CatalogEntry]
     row_of: dict[str, int] = field(default_factory=dict)
     rows_of_paper: dict[str, list[int]] = field(default_factory=dict)
+    paper_level: PaperLevel | None = None  # built on first use when an index saved without it is loaded
 
     def __post_init__(self) -> None:
         self.row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
@@ -74,17 +155,22 @@ class LocalIndex:
             self.rows_of_paper.setdefault(pid, []).append(i)
 
     @property
+    def papers_index(self) -> PaperLevel:
+        if self.paper_level is None:
+            self.paper_level = build_paper_level(self.papers, self.paper_ids, self.vectors)
+        return self.paper_level
+
+    @property
     def size(self) -> int:
         return len(self.chunk_ids)
 
-    def search(self, query: str, n: int, paper_ids: list[str] | None = None) -> list[tuple[int, float]]:
-        """Top (row, BM25 score) for a query, optionally only over chunks of some papers."""
-        import bm25s
+    def search(self, query: str | list[str], n: int, paper_ids: list[str] | None = None) -> list[tuple[int, float]]:
+        """Top (row, BM25 score) for a query (text, or its `tokenize` tokens), optionally only over chunks of
+        some papers."""
         import numpy as np
 
-        tokens = bm25s.tokenize(query, stopwords="en", stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
-                                show_progress=False)
-        if not tokens.vocab:
+        tokens = [t for t in (tokenize(query) if isinstance(query, str) else query) if t in self.bm25.vocab_dict]
+        if not tokens:
             return []
         mask = None
         if paper_ids:
@@ -93,7 +179,7 @@ class LocalIndex:
                 mask[self.rows_of_paper.get(pid, [])] = 1.0
             if not mask.any():
                 return []
-        docs, scores = self.bm25.retrieve(tokens, k=min(n, self.size), show_progress=False, weight_mask=mask)
+        docs, scores = self.bm25.retrieve([tokens], k=min(n, self.size), show_progress=False, weight_mask=mask)
         return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
 
     def idf(self, words: set[str]) -> dict[str, float]:
@@ -141,7 +227,7 @@ def _read_chunks_unchecked(store: Store, paper_ids: list[str] | None) -> tuple[l
             chunk_ids.append(cid)
             owners.append(str(meta.get("paper_id", "")))
             texts.append(doc or "")
-            labels.append(str(meta.get("label", "")))
+            labels.append(str(meta.get("heading") or meta.get("label", "")))
         if len(got["ids"]):
             vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
     return chunk_ids, owners, texts, labels, vectors
@@ -149,14 +235,11 @@ def _read_chunks_unchecked(store: Store, paper_ids: list[str] | None) -> tuple[l
 
 def _index(chunk_ids: list[str], paper_ids: list[str], texts: list[str], labels: list[str], vectors: Any,
            papers: dict[str, CatalogEntry]) -> LocalIndex:
-    """Tokenise and BM25-index the chunks (bm25s has no incremental add, so this always covers every row)."""
-    import bm25s
-
-    tokens = bm25s.tokenize([embedded_text(lab, t) for lab, t in zip(labels, texts)], stopwords="en",
-                            stemmer=_stemmer(), token_pattern=TOKEN_PATTERN, show_progress=False)
-    bm25 = bm25s.BM25()
-    bm25.index(tokens, show_progress=False)
-    return LocalIndex(bm25, chunk_ids, paper_ids, texts, vectors, papers)
+    """Tokenise and BM25-index the chunks and papers (bm25s has no incremental add, so this always covers every
+    row)."""
+    bm25 = bm25_index([embedded_text(lab, t) for lab, t in zip(labels, texts)])
+    return LocalIndex(bm25, chunk_ids, paper_ids, texts, vectors, papers,
+                      paper_level=build_paper_level(papers, paper_ids, vectors))
 
 
 def build_local_index(store: Store) -> LocalIndex | None:
@@ -188,7 +271,8 @@ def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
     chunk_ids, paper_ids, texts, labels, vectors = _read_chunks(store, sorted(touched))
     chunk_ids = [previous.chunk_ids[i] for i in keep] + chunk_ids
     paper_ids = [previous.paper_ids[i] for i in keep] + paper_ids
-    labels = [papers[previous.paper_ids[i]].label for i in keep] + labels
+    labels = [heading(papers[previous.paper_ids[i]].title, papers[previous.paper_ids[i]].label)
+              for i in keep] + labels
     texts = [previous.texts[i] for i in keep] + texts
     if not texts:
         return None
@@ -204,6 +288,10 @@ def _save(index: LocalIndex, folder: Path) -> None:
                                                  "texts": index.texts}))
     np.save(folder / VECTORS_FILE, index.vectors)
     (folder / PAPERS_FILE).write_text(json.dumps([e.__dict__ for e in index.papers.values()]))
+    level = index.papers_index
+    level.bm25.save(str(folder / PAPER_BM25_DIR), show_progress=False)
+    level.title_bm25.save(str(folder / TITLE_BM25_DIR), show_progress=False)
+    np.save(folder / PAPER_VECTORS_FILE, level.vectors)
 
 
 def _load(folder: Path) -> LocalIndex:
@@ -212,8 +300,14 @@ def _load(folder: Path) -> LocalIndex:
 
     table = json.loads((folder / TABLE_FILE).read_text())
     papers = {d["paper_id"]: CatalogEntry(**d) for d in json.loads((folder / PAPERS_FILE).read_text())}
+    level = None
+    if (folder / PAPER_VECTORS_FILE).exists():  # indexes saved before paper-level evidence build it on use
+        level = PaperLevel([pid for pid in dict.fromkeys(table["paper_ids"]) if pid in papers],
+                           bm25s.BM25.load(str(folder / PAPER_BM25_DIR), mmap=True),
+                           bm25s.BM25.load(str(folder / TITLE_BM25_DIR), mmap=True),
+                           np.load(folder / PAPER_VECTORS_FILE, mmap_mode="r"))
     return LocalIndex(bm25s.BM25.load(str(folder), mmap=True), table["chunk_ids"], table["paper_ids"],
-                      table["texts"], np.load(folder / VECTORS_FILE, mmap_mode="r"), papers)
+                      table["texts"], np.load(folder / VECTORS_FILE, mmap_mode="r"), papers, paper_level=level)
 
 
 def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> LocalIndex | None:

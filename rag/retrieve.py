@@ -8,13 +8,22 @@ A question costs one embedding, one Chroma query and one BM25 query; the rest is
 
 Each retrieved paper keeps its abstract and its candidate chunks with their cosine similarity to the question,
 because the answerer picks sentences and decides whether to abstain from those numbers.
+
+Papers are ranked by a weighted reciprocal-rank fusion of paper rankings: the chunk-level fusion (a paper as
+its best chunk), the dense and BM25 chunk lists on their own, BM25 over title + whole abstract, BM25 over the
+title alone, and the paper's mean chunk vector. Sentence chunks alone miss claims whose words are spread over
+an abstract; whole papers alone miss the one sentence a question paraphrases. The weights and the fusion
+constant are fitted by eval/fit_retrieval.py and read from eval/retrieval_fit.json (or PAPERS_RETRIEVAL_FIT).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag.settings import Settings
@@ -25,6 +34,36 @@ if TYPE_CHECKING:
 
 Mode = Literal["hybrid", "dense", "bm25"]
 VERSION_CHECK_S = 2.0
+FIT_FILE = Path(__file__).resolve().parents[1] / "eval" / "retrieval_fit.json"
+# The paper rankings fused (see the module docstring), and which retrieval modes each belongs to.
+LISTS: dict[str, tuple[str, ...]] = {
+    "chunks": ("hybrid", "dense", "bm25"), "dense_chunks": ("hybrid", "dense"), "bm25_chunks": ("hybrid", "bm25"),
+    "bm25_paper": ("hybrid", "bm25"), "bm25_title": ("hybrid", "bm25"), "dense_paper": ("hybrid", "dense"),
+    "dense_top2": ("hybrid", "dense"),
+}
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Weight of each paper ranking in the fusion, and the fusion constant k (score = sum w / (k + rank))."""
+
+    weights: dict[str, float]
+    k: float = 60.0
+
+    def active(self, mode: str) -> dict[str, float]:
+        """The rankings a mode computes; a mode whose fitted lists all have weight 0 falls back to `chunks`."""
+        on = {name: w for name, w in self.weights.items() if w > 0 and mode in LISTS.get(name, ())}
+        return on or {"chunks": 1.0}
+
+
+@lru_cache(maxsize=8)
+def load_fusion(path: str | None = None) -> FusionWeights:
+    """Fitted fusion weights from a file written by eval/fit_retrieval.py (default: the shipped fit)."""
+    data = json.loads(Path(path or FIT_FILE).read_text())
+    unknown = set(data["weights"]) - set(LISTS)
+    if unknown:
+        raise ValueError(f"{path or FIT_FILE}: unknown rankings {sorted(unknown)} (known: {sorted(LISTS)})")
+    return FusionWeights({k: float(v) for k, v in data["weights"].items()}, float(data["k"]))
 
 
 @dataclass
@@ -64,6 +103,7 @@ class PaperHit:
     kind: str = ""
     collection: str = ""
     layout: str = ""
+    ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank in each fused paper ranking it is in
 
     @property
     def best_cosine(self) -> float:
@@ -99,6 +139,30 @@ def reciprocal_rank_fusion(ranked_lists: list[list[str]], k: int) -> dict[str, f
         for rank, item in enumerate(ranked):
             fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank + 1)
     return fused
+
+
+def weighted_rrf(rankings: dict[str, list[str]], weights: dict[str, float], k: float) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion of paper rankings: sum over rankings of weight / (k + rank)."""
+    fused: dict[str, float] = {}
+    for name, ranked in rankings.items():
+        w = weights.get(name, 0.0)
+        if w <= 0:
+            continue
+        for rank, pid in enumerate(ranked, 1):
+            fused[pid] = fused.get(pid, 0.0) + w / (k + rank)
+    return fused
+
+
+@dataclass
+class Signals:
+    """Everything one question's lookups produced, before the papers are fused and cut to k."""
+
+    vector: list[float]
+    cosine: dict[int, float]  # chunk row -> cosine, for the dense candidates
+    fused_rows: dict[int, float]  # chunk row -> chunk-level RRF score
+    rankings: dict[str, list[str]]  # paper rankings, best first
+    timings_ms: dict[str, float]
+    index: Any = None  # the local index version these came from (a question is answered from one version)
 
 
 def _where_papers(paper_ids: list[str]) -> dict[str, Any]:
@@ -164,15 +228,17 @@ class Retriever:
     def idf(self, words: set[str]) -> dict[str, float]:
         return self._local.idf(words) if self._local is not None else {w: 1.0 for w in words}
 
-    def retrieve(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
-                 mode: Mode | None = None) -> Retrieval:
-        """Top-k papers for a question, optionally restricted to some paper ids."""
+    def signals(self, question: str, paper_ids: list[str] | None = None, mode: Mode | None = None,
+                fusion: FusionWeights | None = None, k: int = 0) -> Signals | None:
+        """Run the lookups a question needs (one embedding, one Chroma query, the BM25 queries, the paper-vector
+        scan) and rank papers in every active list; None when the index is empty. The fitting script calls this
+        once per question and fuses the rankings with many candidate weights."""
         import numpy as np
 
-        from rag.text import stems
+        from rag.localindex import tokenize
 
-        k = k or self.settings.top_k
         mode = mode or self.settings.retrieval
+        active = (fusion or self.fusion).active(mode)
         n = self.settings.candidates
         timings: dict[str, float] = {}
         t = time.perf_counter()
@@ -184,14 +250,14 @@ class Retriever:
         timings["embed_ms"] = (time.perf_counter() - t) * 1000
         local = self._local
         if local is None:  # an empty index
-            return Retrieval(question, [], vector, timings, mode, {}, index=None)
-        ranked: list[list[int]] = []
+            return None
+        chunk_lists: dict[str, list[int]] = {}
         cosine: dict[int, float] = {}
         if mode in ("hybrid", "dense") and self._changing:
             # An ingest is writing the store: its vectors are not this index version's, so the dense search
             # runs over the version's own vectors (exact, in memory) until the new version is loaded.
             t = time.perf_counter()
-            ranked.append(_dense_in_index(local, vector, n, paper_ids, cosine))
+            chunk_lists["dense_chunks"] = _dense_in_index(local, vector, n, paper_ids, cosine)
             timings["dense_ms"] = (time.perf_counter() - t) * 1000
         elif mode in ("hybrid", "dense"):
             t = time.perf_counter()
@@ -207,36 +273,93 @@ class Retriever:
             for cid, dist in zip(got["ids"][0], got["distances"][0]):
                 if cid in local.row_of:
                     cosine[local.row_of[cid]] = 1.0 - float(dist)  # the collection uses the cosine space
-            ranked.append(rows)
+            chunk_lists["dense_chunks"] = rows
             timings["dense_ms"] = (time.perf_counter() - t) * 1000
+        tokens: list[str] = []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            ranked.append([row for row, _ in local.search(question, n, paper_ids)])
+            tokens = tokenize(question)
+            chunk_lists["bm25_chunks"] = [row for row, _ in local.search(tokens, n, paper_ids)]
             timings["bm25_ms"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        fused = reciprocal_rank_fusion(ranked, self.settings.rrf_k)
-        # A paper scores as its best chunk: on the dev questions, adding a share of its other chunks lowered
-        # hit@1 (0.947 -> 0.842 at a 0.3 share), since long abstracts then win by length.
+        fused_rows = reciprocal_rank_fusion(list(chunk_lists.values()), self.settings.rrf_k)
+        rankings: dict[str, list[str]] = {}
+        # A paper's chunk-level score is its best chunk's: on the dev questions, adding a share of its other
+        # chunks lowered hit@1 (0.947 -> 0.842 at a 0.3 share), since long abstracts then win by length.
         paper_scores: dict[str, float] = {}
-        for row, score in fused.items():
+        for row, score in fused_rows.items():
             pid = local.paper_ids[row]
             paper_scores[pid] = max(paper_scores.get(pid, 0.0), score)
+        rankings["chunks"] = sorted(paper_scores, key=paper_scores.get, reverse=True)
+        for name, rows in chunk_lists.items():
+            if name in active:
+                rankings[name] = list(dict.fromkeys(local.paper_ids[r] for r in rows))
+        if "bm25_paper" in active or "bm25_title" in active or "dense_paper" in active:
+            level = local.papers_index
+            n = max(n, k)  # paper rankings alone can fill the k papers asked for
+            if "bm25_paper" in active:
+                rankings["bm25_paper"] = [p for p, _ in level.search(tokens, n, False, paper_ids)]
+            if "bm25_title" in active:
+                rankings["bm25_title"] = [p for p, _ in level.search(tokens, n, True, paper_ids)]
+            if "dense_paper" in active:
+                rankings["dense_paper"] = _top_papers(level, np.asarray(vector, dtype=np.float32), n, paper_ids)
+        if "dense_top2" in active:
+            # The candidates re-ranked by the mean cosine of their two closest chunks (all their chunks, exact):
+            # a claim often matches two sentences of the abstract that supports it.
+            pool = list(dict.fromkeys(p for r in rankings.values() for p in r))
+            rankings["dense_top2"] = _top2(local, pool, np.asarray(vector, dtype=np.float32))
+        timings["papers_ms"] = (time.perf_counter() - t) * 1000
+        return Signals(vector, cosine, fused_rows, rankings, timings, index=local)
+
+    @property
+    def fusion(self) -> FusionWeights:
+        """The fitted fusion weights (PAPERS_RETRIEVAL_FIT, or the shipped eval/retrieval_fit.json)."""
+        path = self.settings.retrieval_fit
+        return load_fusion(str(path) if path else None)
+
+    def retrieve(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
+                 mode: Mode | None = None, fusion: FusionWeights | None = None) -> Retrieval:
+        """Top-k papers for a question, optionally restricted to some paper ids (`fusion`: other weights than
+        the fitted ones, for comparisons)."""
+        import numpy as np
+
+        from rag.text import stems
+
+        k = k or self.settings.top_k
+        mode = mode or self.settings.retrieval
+        fusion = fusion or self.fusion
+        sig = self.signals(question, paper_ids, mode, fusion, k)
+        if sig is None:
+            return Retrieval(question, [], None, {}, mode, {}, index=None)
+        local = sig.index
+        t = time.perf_counter()
+        active = fusion.active(mode)
+        paper_scores = weighted_rrf(sig.rankings, active, fusion.k)
         top = [pid for pid in sorted(paper_scores, key=paper_scores.get, reverse=True) if pid in local.papers][:k]
         top_set = set(top)
-        q = np.asarray(vector, dtype=np.float32)
+        q = np.asarray(sig.vector, dtype=np.float32)
         hits_by_id = {pid: _hit(local.papers[pid], paper_scores[pid]) for pid in top}
-        for row, score in fused.items():
+        for name, ranked in sig.rankings.items():
+            for rank, pid in enumerate(ranked, 1):
+                if pid in top_set and name in active:
+                    hits_by_id[pid].ranks[name] = rank
+        for row, score in sig.fused_rows.items():
             pid = local.paper_ids[row]
             if pid in top_set:
-                cos = cosine[row] if row in cosine else float(np.asarray(local.vectors[row]) @ q)
+                cos = sig.cosine[row] if row in sig.cosine else float(np.asarray(local.vectors[row]) @ q)
                 hits_by_id[pid].chunks.append(Chunk(local.chunk_ids[row], local.texts[row], cos, score))
         for hit in hits_by_id.values():
+            if not hit.chunks:  # found by a paper-level ranking only: every chunk is a candidate
+                rows = local.rows_of_paper.get(hit.paper_id, [])
+                cosines = np.asarray(local.vectors[rows]) @ q if rows else []
+                hit.chunks = [Chunk(local.chunk_ids[r], local.texts[r], float(c)) for r, c in zip(rows, cosines)]
+                hit.complete = True
             hit.chunks.sort(key=lambda c: c.index)
-        timings["fuse_ms"] = (time.perf_counter() - t) * 1000
+        sig.timings_ms["fuse_ms"] = (time.perf_counter() - t) * 1000 + sig.timings_ms.pop("papers_ms", 0.0)
         return Retrieval(question=question, papers=[hits_by_id[p] for p in top if p in hits_by_id],
-                         query_vector=vector, timings_ms=timings, mode=mode, idf=local.idf(stems(question)),
-                         index=local)
+                         query_vector=sig.vector, timings_ms=sig.timings_ms, mode=mode,
+                         idf=local.idf(stems(question)), index=local)
 
     def complete(self, retrieval: Retrieval) -> Retrieval:
         """Give every retrieved paper all of its chunks, in order (for generation and the evidence panel)."""
@@ -270,6 +393,40 @@ def _dense_in_index(local: LocalIndex, vector: list[float], n: int, paper_ids: l
     out = [int(i) if rows is None else rows[int(i)] for i in top]
     cosine.update((row, float(sims[i])) for row, i in zip(out, top))
     return out
+
+
+def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
+    """Papers ordered by the mean of their two highest chunk cosines (one chunk: that chunk's)."""
+    import numpy as np
+
+    rows = [local.rows_of_paper.get(p, []) for p in papers]
+    flat = [r for rs in rows for r in rs]
+    if not flat:
+        return []
+    sims = np.asarray(local.vectors[np.asarray(sorted(set(flat)))]) @ q
+    at = {r: float(c) for r, c in zip(sorted(set(flat)), sims)}
+    score = {}
+    for p, rs in zip(papers, rows):
+        if rs:
+            best = sorted((at[r] for r in rs), reverse=True)[:2]
+            score[p] = sum(best) / len(best)
+    return sorted(score, key=score.get, reverse=True)
+
+
+def _top_papers(level: Any, q: Any, n: int, paper_ids: list[str] | None) -> list[str]:
+    """Papers whose mean chunk vector is closest to the question (an exact scan: one row per paper)."""
+    import numpy as np
+
+    if paper_ids:
+        rows = np.asarray([level.row_of[p] for p in paper_ids if p in level.row_of], dtype=np.int64)
+    else:
+        rows = np.arange(len(level.paper_ids))
+    if not len(rows):
+        return []
+    sims = np.asarray(level.vectors[rows] if paper_ids else level.vectors) @ q
+    top = np.argpartition(-sims, min(n, len(sims)) - 1)[:n] if len(sims) > n else np.arange(len(sims))
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [level.paper_ids[int(rows[i])] for i in top]
 
 
 def _hit(e: CatalogEntry, score: float) -> PaperHit:

@@ -105,7 +105,10 @@ class Settings(BaseSettings):
     top_k: int = Field(5, ge=1, le=50, description="Papers retrieved per question.")
     candidates: int = Field(40, ge=1, le=1000, description="Chunks each retriever returns before fusion.")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval mode.")
-    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant of the chunk-level fusion.")
+    retrieval_fit: Path | None = Field(
+        None, description="JSON file of paper-ranking fusion weights written by eval/fit_retrieval.py (refit on "
+                          "your own questions); unset uses the shipped eval/retrieval_fit.json.")
 
     # --- answering ---
     answer_mode: Literal["auto", "extractive", "llm"] = Field(

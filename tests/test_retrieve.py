@@ -56,3 +56,64 @@ def test_scope_restricts_to_given_papers(assistant) -> None:
 def test_label_is_searchable(assistant) -> None:
     res = assistant.retriever.retrieve("PotARCin", k=3, mode="bm25")
     assert res.papers[0].label == "PotARCin"
+
+
+# --- paper-level rankings and their fusion ------------------------------------------------------------------
+
+def test_weighted_rrf_on_hand_made_rankings() -> None:
+    from rag.retrieve import weighted_rrf
+
+    fused = weighted_rrf({"a": ["x", "y"], "b": ["y", "z"], "off": ["w"]}, {"a": 1.0, "b": 2.0, "off": 0.0}, 10)
+    assert fused == pytest.approx({"x": 1 / 11, "y": 1 / 12 + 2 / 11, "z": 2 / 12})
+    assert "w" not in fused
+
+
+def test_fit_file_is_read_and_checked(tmp_path) -> None:  # noqa: ANN001
+    from rag.retrieve import FIT_FILE, load_fusion
+
+    shipped = load_fusion(str(FIT_FILE))
+    assert shipped.weights and all(w >= 0 for w in shipped.weights.values()) and shipped.k > 0
+    custom = tmp_path / "fit.json"
+    custom.write_text('{"k": 5, "weights": {"bm25_title": 1, "dense_paper": 0}}')
+    fusion = load_fusion(str(custom))
+    assert fusion.active("hybrid") == {"bm25_title": 1.0}
+    assert fusion.active("dense") == {"chunks": 1.0}  # no fitted list of that mode: the chunk-level fusion
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"k": 5, "weights": {"title_vectors": 1}}')
+    with pytest.raises(ValueError, match="title_vectors"):
+        load_fusion(str(bad))
+
+
+def test_every_ranking_is_computed_from_one_lookup(assistant) -> None:  # noqa: ANN001
+    from rag.retrieve import LISTS, FusionWeights
+
+    papers = {e.label: e.paper_id for e in assistant.papers()}
+    sig = assistant.retriever.signals("PotARCin", fusion=FusionWeights(dict.fromkeys(LISTS, 1.0)))
+    assert set(sig.rankings) == set(LISTS)
+    assert sig.rankings["bm25_title"][0] == papers["PotARCin"]  # untitled papers: the label is the title field
+    level = assistant.retriever.local_index.papers_index
+    assert set(level.paper_ids) == set(papers.values())
+    norms = [float((v ** 2).sum()) for v in level.vectors]
+    assert min(norms) == pytest.approx(1.0, abs=1e-4) and max(norms) == pytest.approx(1.0, abs=1e-4)
+    q = "Over how many test steps does RecMem stay stable?"
+    dense = assistant.retriever.signals(q, fusion=FusionWeights(dict.fromkeys(LISTS, 1.0)))
+    assert dense.rankings["dense_paper"][0] == papers["RecMem"] == dense.rankings["bm25_paper"][0]
+    scoped = assistant.retriever.signals(q, paper_ids=[papers["CoRF"]], fusion=FusionWeights(dict.fromkeys(LISTS, 1.0)))
+    assert all(set(r) <= {papers["CoRF"]} for r in scoped.rankings.values())
+
+
+def test_papers_found_only_by_paper_rankings_carry_their_chunks(corpus_settings, tmp_path) -> None:  # noqa: ANN001
+    from rag.qa import Assistant
+
+    fit = tmp_path / "fit.json"
+    fit.write_text('{"k": 60, "weights": {"bm25_paper": 1.0}}')
+    # One chunk per chunk lookup: most of the five papers have no candidate chunk of their own.
+    a = Assistant(corpus_settings.model_copy(update={"retrieval_fit": fit, "candidates": 1}))
+    res = a.retriever.retrieve("Over how many test steps does RecMem stay stable?", k=5)
+    assert res.papers[0].label == "RecMem" and all(p.ranks.keys() == {"bm25_paper"} for p in res.papers)
+    assert [p.ranks["bm25_paper"] for p in res.papers] == [1, 2, 3, 4, 5]
+    assert sum(p.complete for p in res.papers) >= 3
+    for p in res.papers:
+        assert p.chunks and all(-1.0 <= c.cosine <= 1.0 for c in p.chunks)
+        if p.complete:
+            assert " ".join(c.text for c in p.chunks) == p.text
