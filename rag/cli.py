@@ -68,6 +68,9 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
             typer.echo(f"    “{c.quote}”")
     for u in answer.unsupported:
         typer.echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
+    for c in answer.checks:
+        if c.repaired:  # the check re-attributed the sentence: say so next to it
+            typer.echo(f"↻ citation repaired {c.repaired}: {c.sentence}")
     if answer.removed_citations:
         typer.echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
     if answer.notice:
@@ -78,7 +81,8 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
 
 def _print_checked(answer: Answer) -> None:
     """After a streamed answer: the checked version when the citation check changed it, then the sources."""
-    if answer.raw_answer is not None and answer.answer.strip() != answer.raw_answer.strip():
+    # (an extractive fallback was streamed after the reset: it is already on screen)
+    if answer.raw_answer is not None and answer.mode == "llm" and answer.answer.strip() != answer.raw_answer.strip():
         typer.echo("\nAfter the citation check:\n" + answer.answer)
     _print_answer(answer, body=False)
 
@@ -125,7 +129,7 @@ def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamE
         if event.kind == "token":
             typer.echo(event.text, nl=False)
         elif event.kind == "reset":
-            typer.echo("\n[the LLM failed mid-answer; falling back]")
+            typer.echo(f"\n[{event.text or 'the LLM failed mid-answer; falling back'}]")
         elif event.kind == "final":
             answer = event.answer
     typer.echo("")
