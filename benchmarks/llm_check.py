@@ -45,10 +45,9 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag.cite import UNSUPPORTED_MARK, cited_numbers, strip_citations  # noqa: E402
+from rag.cite import UNSUPPORTED_MARK, strip_citations  # noqa: E402
 from rag.prompts import is_abstention  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
-from rag.text import split_sentences  # noqa: E402
 
 if TYPE_CHECKING:
     from rag.qa import Assistant
@@ -143,27 +142,23 @@ class Counts:
                 f"unsupported_kept={self.unsupported_kept}")
 
 
-def shown_sentences(answer: Answer) -> list[tuple[str, bool]]:
-    """(sentence, marked) for every sentence of the answer as shown."""
-    out = []
-    for line in answer.answer.splitlines():
-        line = line.strip().lstrip("-*• ").strip()
-        for s in split_sentences(line) if line else []:
-            out.append((s, s.startswith(UNSUPPORTED_MARK)))
-    return out
+def unlisted_text(answer: Answer) -> str:
+    """What the shown answer says beyond its supported sentences and its ⚠-marked ones (should be nothing but
+    the abstention sentence)."""
+    rest = answer.answer
+    for c in sorted(answer.checks, key=lambda c: -len(c.sentence)):
+        rest = rest.replace(f"{UNSUPPORTED_MARK} {c.sentence}" if not c.supported else c.sentence, " ")
+    return " ".join(rest.split())
 
 
 def unmarked_unsupported(answer: Answer) -> int:
-    """Unsupported sentences of the checks that appear in the shown text without the ⚠ mark."""
-    supported = {c.sentence for c in answer.checks if c.supported}
-    bad = 0
+    """Unsupported sentences that appear in the shown text without the ⚠ mark."""
+    rest = answer.answer
     for c in answer.checks:
-        if c.supported or c.sentence in supported:
-            continue
-        for s, marked in shown_sentences(answer):
-            if not marked and strip_citations(s) == strip_citations(c.sentence):
-                bad += 1
-    return bad
+        if not c.supported:
+            rest = rest.replace(f"{UNSUPPORTED_MARK} {c.sentence}", " ")
+    supported = {c.sentence for c in answer.checks if c.supported}
+    return sum(c.sentence in rest for c in answer.checks if not c.supported and c.sentence not in supported)
 
 
 def count(counts: Counts, r: dict[str, Any], answer: Answer, extractive_gold: bool) -> None:
@@ -224,13 +219,8 @@ def shown_claims(answer: Answer) -> list[Any]:
     from eval.judge import Claim
 
     number_to_id = {c.n: c.paper_id for c in answer.citations}
-    claims = []
-    for s, marked in shown_sentences(answer):
-        clean = strip_citations(s)
-        if marked or not any(ch.isalnum() for ch in clean) or is_abstention(clean):
-            continue
-        claims.append(Claim(s, [number_to_id.get(n, "") for n in cited_numbers(s)]))
-    return claims
+    return [Claim(c.sentence, [number_to_id.get(n, "") for n in c.citations]) for c in answer.checks
+            if c.supported and c.reason != "abstention" and not is_abstention(strip_citations(c.sentence))]
 
 
 def eval_scores(assistant: Assistant, done: list[tuple[dict[str, Any], Answer, Answer]]) -> dict[str, Any]:
