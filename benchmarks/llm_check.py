@@ -6,8 +6,9 @@
 
 --replay re-runs what happens after generation (rag/qa.py `Assistant._finish_llm`: the citation check, citation
 repair, and the extractive fallback) on recorded answers, without any model. It needs the texts of the recorded
-sources and the extractive answer, so it opens the index in --data-dir (default data/replay), building it from
---corpus (default corpus/) when there is none; the recorded paper ids must be in that index. For each question
+sources and the extractive answer, so it opens the index in --data-dir (default data/replay; --record and the
+live statistics use it too), building it from --corpus (default corpus/) when there is none; the recorded paper
+ids must be in that index. For each question
 it prints what repair and fallback changed against the check alone, then two summary lines, `before:` (the
 check alone) and the last line, after:
 
@@ -312,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, help="Answer length limit (default PAPERS_LLM_MAX_TOKENS).")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--data-dir", type=Path, default=ROOT / "data/replay", help="Index for --replay.")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "data/replay",
+                    help="The index to answer from (built from --corpus when there is none).")
     ap.add_argument("--corpus", type=Path, default=ROOT / "corpus", help="Corpus to index when there is none.")
     ap.add_argument("--eval", action="store_true", help="With --replay: eval-style scores before and after.")
     ap.add_argument("--quiet", action="store_true", help="With --replay: only the summary lines.")
@@ -336,10 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --replay FILE, or --base-url URL (with --record FILE to record)")
     sizes = {"llm_context_window": args.context, "llm_max_tokens": args.max_tokens}
     settings = load_settings(openai_base_url=args.base_url, llm_model=args.model, top_k=args.k, answer_mode="llm",
-                             llm_timeout_s=args.timeout, **{k: v for k, v in sizes.items() if v is not None})
-    from rag.qa import Assistant
+                             llm_timeout_s=args.timeout, data_dir=args.data_dir, corpus_paths=[args.corpus],
+                             **{k: v for k, v in sizes.items() if v is not None})
+    from eval.run import open_assistant
 
-    assistant = Assistant(settings)
+    assistant = open_assistant(settings, lambda msg: print(msg, file=sys.stderr))
     assistant.retriever.warm_up()
     default = QUESTIONS if args.record else ROOT / "tests/data/dev_questions.jsonl"
     path = args.questions or default
