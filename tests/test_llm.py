@@ -16,17 +16,9 @@ from rag.qa import Assistant, sources_for
 from rag.retrieve import Retriever
 from rag.settings import load_settings
 
-from .conftest import DATA, LlamaServer, free_port, llm_settings
+from .conftest import DATA, LlamaServer, free_port, llm_answered, llm_settings
 
 QUESTION = "What speedup does CoRF report?"
-
-
-def llm_answered(a) -> bool:
-    """The model answered: its text was checked and either shown (mode 'llm') or replaced by the extractive
-    answer with the fallback notice (its text still in raw_answer)."""
-    if a.raw_answer is None:
-        return False
-    return a.mode == "llm" or a.notice in (prompts.FALLBACK_UNTRACEABLE, prompts.FALLBACK_MODEL_ABSTAINED)
 
 
 def assert_answer_shape(a) -> None:
