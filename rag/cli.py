@@ -100,6 +100,9 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
             _echo(f"    “{c.quote}”")
     for u in answer.unsupported:
         _echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
+    for c in answer.checks:
+        if c.repaired:  # the check re-attributed the sentence: say so next to it
+            _echo(f"↻ citation repaired {c.repaired}: {c.sentence}")
     if answer.removed_citations:
         _echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
     if answer.notice:
@@ -110,7 +113,8 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
 
 def _print_checked(answer: Answer) -> None:
     """After a streamed answer: the checked version when the citation check changed it, then the sources."""
-    if answer.raw_answer is not None and answer.answer.strip() != answer.raw_answer.strip():
+    # (an extractive fallback was streamed after the reset: it is already on screen)
+    if answer.raw_answer is not None and answer.mode == "llm" and answer.answer.strip() != answer.raw_answer.strip():
         _echo("\nAfter the citation check:\n" + answer.answer)
     _print_answer(answer, body=False)
 
@@ -157,7 +161,7 @@ def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamE
         if event.kind == "token":
             _echo(event.text, nl=False)
         elif event.kind == "reset":
-            typer.echo("\n[the LLM failed mid-answer; falling back]")
+            _echo(f"\n[{event.text or 'the LLM failed mid-answer; falling back'}]")
         elif event.kind == "final":
             answer = event.answer
     typer.echo("")

@@ -230,7 +230,7 @@ def answer_messages(question: str, papers: list[PaperHit], settings: Settings) -
                                           text=_defang(t)) for i, (p, t) in enumerate(zip(papers, texts), 1)]
     return [ChatMessage(role=MessageRole.SYSTEM, content=prompts.ANSWER_SYSTEM),
             ChatMessage(role=MessageRole.USER, content=prompts.ANSWER_USER.format(
-                sources="\n\n".join(blocks), question=question))]
+                sources="\n\n".join(blocks), question=question, first_label=papers[0].label if papers else ""))]
 
 
 def _defang(text: str) -> str:

@@ -16,7 +16,7 @@ from rag.extractive import Draft, draft_answer
 from rag.question import analyse
 from rag.references import citation_fields, paper_fields
 from rag.retrieve import PaperHit, Retrieval, Retriever
-from rag.schema import Answer, Citation, Retrieved
+from rag.schema import Answer, Citation, Retrieved, SentenceCheck
 from rag.settings import Settings
 from rag.store import CatalogEntry
 from rag.text import split_sentences, stems
@@ -70,7 +70,8 @@ class LookupHit:
 @dataclass
 class StreamEvent:
     """What `Assistant.stream` yields: text as it arrives ('token'), 'reset' when the text so far is
-    withdrawn (the LLM failed mid-answer), and one 'final' event carrying the checked Answer."""
+    withdrawn (the LLM failed mid-answer, or its answer gave way to the extractive one: `text` then says why),
+    and one 'final' event carrying the checked Answer."""
 
     kind: str
     text: str = ""
@@ -178,6 +179,9 @@ class Assistant:
                     yield StreamEvent("token", delta)
                 answer = self._finish_llm(q, retrieval, "".join(parts), prefetch)
                 answer.timings_ms["first_token_ms"] = first_token_ms
+                if answer.mode != "llm":  # the model's text was replaced by the extractive fallback
+                    yield StreamEvent("reset", answer.notice or "")
+                    yield from _word_events(answer.answer)
             except LLMUnavailable as e:
                 if parts:
                     yield StreamEvent("reset")
@@ -217,14 +221,24 @@ class Assistant:
         return answer
 
     def _finish_llm(self, question: str, retrieval: Retrieval, raw: str,
-                    prefetch: Future[list[list[float]]] | None = None) -> Answer:
-        """Check a generated answer's citations and number them in order of first use."""
+                    prefetch: Future[list[list[float]]] | None = None, salvage: bool = True) -> Answer:
+        """Check a generated answer's citations (repairing unambiguous ones) and number them in order of first
+        use; an answer left with nothing supported gives way to the extractive answer (`salvage=False`: neither,
+        the check alone, as the replay benchmark's baseline)."""
         t = time.perf_counter()
         if prefetch is not None:  # wait for the sources' vectors; if that failed, the check embeds them itself
             prefetch.exception()
         sources = sources_for(retrieval.papers)
-        checked = check_answer(raw, sources, self.settings.unsupported, embed=self._embed_cached)
+        # Repairs may point only to papers the extractive answerer finds evidence in for this question: a
+        # sentence copied from another retrieved abstract is true of its paper but no answer.
+        extractive = self._extractive(question, retrieval) if salvage else None
+        evidence = {c.paper_id for c in extractive.citations} if extractive and not extractive.abstained else set()
+        repair_to = [n for n, p in enumerate(retrieval.papers, 1) if p.paper_id in evidence]
+        checked = check_answer(raw, sources, self.settings.unsupported, embed=self._embed_cached,
+                               repair_to=repair_to)
         check_ms = (time.perf_counter() - t) * 1000
+        if checked.abstained and extractive is not None and not extractive.abstained:
+            return self._salvage(extractive, raw, checked.checks, check_ms)
         text, renumber = renumber_citations(checked.text)
         citations = []
         for old, new in sorted(renumber.items(), key=lambda kv: kv[1]):
@@ -238,6 +252,8 @@ class Assistant:
             c.sentence = _apply_renumber(c.sentence, renumber)
             c.citations = [renumber[n] for n in c.citations if n in renumber]
             c.evidence_n = renumber.get(c.evidence_n) if c.evidence_n is not None else None
+            if c.repaired:
+                c.repaired = _renumber_repair(c.repaired, renumber, retrieval.papers)
         retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
                      for p in retrieval.papers]
         return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
@@ -251,6 +267,19 @@ class Assistant:
         from rag.integrations.llamaindex import PapersQueryEngine
 
         return PapersQueryEngine(assistant=self, **options)
+
+    def _salvage(self, extractive: Answer, raw: str, checks: list[SentenceCheck], check_ms: float) -> Answer:
+        """The extractive answer, with a notice, in place of a generated answer that ended as the abstention
+        (the model abstained, or no sentence could be traced) while the extractive answerer found quotes.
+
+        A small model abstains or mis-cites where the abstracts hold the answer; the abstention would then tell
+        the user something false. The model's text stays in `raw_answer`.
+        """
+        model_abstained = any(c.reason == "abstention" for c in checks)
+        extractive.notice = prompts.FALLBACK_MODEL_ABSTAINED if model_abstained else prompts.FALLBACK_UNTRACEABLE
+        extractive.raw_answer = raw
+        extractive.timings_ms["check_ms"] = check_ms
+        return extractive
 
     # --- lookup and listing -------------------------------------------------------------------------
 
@@ -289,6 +318,17 @@ def renumber_citations(text: str) -> tuple[str, dict[int, int]]:
 def _apply_renumber(text: str, mapping: dict[int, int]) -> str:
     return _CITE_NUM_RE.sub(lambda m: "[" + ", ".join(str(mapping.get(int(x), int(x)))
                                                       for x in m.group(1).split(",")) + "]", text)
+
+
+def _renumber_repair(repaired: str, mapping: dict[int, int], papers: list[PaperHit]) -> str:
+    """A repair note in the answer's final numbering; a source the answer no longer cites is named by label."""
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if n in mapping:
+            return f"[{mapping[n]}]"
+        return papers[n - 1].label if 0 < n <= len(papers) else m.group(0)
+
+    return re.sub(r"\[(\d+)\]", one, repaired)
 
 
 def _best_sentence(paper: PaperHit) -> str:

@@ -53,6 +53,10 @@ class SentenceCheck:
     evidence: str = ""        # best-supporting sentence of the cited sources
     evidence_n: int | None = None
     similarity: float = 0.0
+    # Set when the check re-attributed the sentence to the one source it is about (rag/cite.py, repair):
+    # "from [2] to [1]", "from none to [1]"; numbers as the answer shows them (a source the answer no
+    # longer cites is named by its label). Empty when the sentence was not changed.
+    repaired: str = ""
 
 
 @dataclass

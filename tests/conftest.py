@@ -202,3 +202,13 @@ def llm_settings(base: Settings, url: str, **overrides: object) -> Settings:
                   top_k=3, llm_timeout_s=120)
     values.update(overrides)
     return base.model_copy(update=values)
+
+
+def llm_answered(answer) -> bool:  # noqa: ANN001 - rag.schema.Answer
+    """The model answered: its text was checked and shown (mode 'llm'), or it ended as the abstention and gave way
+    to the extractive answer with a fallback notice (rag/qa.py); its text is in raw_answer either way."""
+    from rag import prompts
+
+    if answer.raw_answer is None:
+        return False
+    return answer.mode == "llm" or answer.notice in (prompts.FALLBACK_UNTRACEABLE, prompts.FALLBACK_MODEL_ABSTAINED)

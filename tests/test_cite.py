@@ -130,3 +130,61 @@ def test_true_number_about_the_wrong_thing_is_marked() -> None:
     assert not wrong.checks[0].supported and "something else" in wrong.checks[0].reason
     right = check_answer("CoRF reaches a 5.9× speedup and cuts memory usage 10.0× [1].", [CORF], embed=fake_embed)
     assert "number" not in right.checks[0].reason
+
+
+# --- citation repair (generated answers) ---------------------------------------------------------------------
+
+RECMEM_2 = SourceText(2, "RecMem", RECMEM.sentences)
+RELOOP_1 = SourceText(1, "ReLoop", RELOOP.sentences)
+SWAPPED = [RELOOP_1, RECMEM_2]  # the model saw ReLoop as [1], RecMem as [2]
+
+
+def test_sentence_naming_one_paper_but_citing_another_is_repaired() -> None:
+    text = "RecMem [1] stays stable over 1,800 test steps."
+    plain = check_answer(text, SWAPPED, embed=fake_embed)
+    assert not plain.checks[0].supported and "does not cite: RecMem" in plain.checks[0].reason
+    r = check_answer(text, SWAPPED, embed=fake_embed, repair_to=[1, 2])
+    c = r.checks[0]
+    assert c.supported and c.citations == [2] and c.repaired == "from [1] to [2]"
+    assert c.sentence == "RecMem [2] stays stable over 1,800 test steps." and c.evidence_n == 2
+    assert not r.abstained and r.text == c.sentence and UNSUPPORTED_MARK not in r.text
+
+
+def test_uncited_sentence_naming_one_paper_is_repaired() -> None:
+    r = check_answer("ReLoop reaches 100% executable code on Claude Opus 4.6.", SWAPPED, embed=fake_embed,
+                     repair_to=[1, 2])
+    assert r.checks[0].supported and r.checks[0].repaired == "from none to [1]"
+    assert r.text == "ReLoop reaches 100% executable code on Claude Opus 4.6 [1]."
+
+
+def test_repair_is_off_unless_asked_and_only_towards_allowed_sources() -> None:
+    text = "RecMem [1] stays stable over 1,800 test steps."
+    for allowed in ((), [1]):
+        r = check_answer(text, SWAPPED, embed=fake_embed, repair_to=allowed)
+        assert not r.checks[0].supported and r.checks[0].repaired == "" and r.abstained
+
+
+def test_ambiguous_or_unsupported_sentences_are_not_repaired() -> None:
+    cases = [
+        "RecMem and ReLoop stay stable over 1,800 test steps [1].",       # two papers named
+        "RecMem [1] stays stable over 1,800 test steps on 64 GPUs.",       # a number its source lacks
+        "RecMem [1] reaches 100% executable code.",                          # the fact is the other paper's
+        "RecMem [1] stays stable over 1,800 test steps and reaches 100% executable code.",  # split across both
+        "RecMem [1] predicts the weather.",                                  # not what its source says
+        "RecMem stays stable over 1,800 test [1] predicts the weather.",    # the part after the marker fails
+        "RecMem [1] stays stable over 1,800 test",                           # cut off mid-sentence
+    ]
+    for text in cases:
+        r = check_answer(text, SWAPPED, embed=fake_embed, repair_to=[1, 2])
+        assert all(not c.supported and not c.repaired for c in r.checks), (text, r.checks)
+
+
+def test_unlabelled_uncited_quote_of_exactly_one_source_is_repaired() -> None:
+    quote = "It also remains stable over 1,800 test steps."
+    r = check_answer(quote, SWAPPED, embed=fake_embed, repair_to=[1, 2])
+    assert r.checks[0].supported and r.checks[0].reason == "quoted" and r.checks[0].repaired == "from none to [2]"
+    twice = [SourceText(1, "A", [quote]), SourceText(2, "B", [quote])]
+    r = check_answer(quote, twice, embed=fake_embed, repair_to=[1, 2])
+    assert not r.checks[0].supported and not r.checks[0].repaired  # which paper said it is not decidable
+    paraphrase = check_answer("It stays stable for 1,800 test steps.", SWAPPED, embed=fake_embed, repair_to=[1, 2])
+    assert not paraphrase.checks[0].supported  # unlabelled and not a quote: not attributable

@@ -25,7 +25,7 @@ from rag.qa import Assistant, StreamEvent
 from rag.schema import Answer
 from rag.settings import Settings
 
-from .conftest import LlamaServer, llm_settings
+from .conftest import LlamaServer, llm_answered, llm_settings
 from .faults import TOKENS, FaultServer
 
 QUESTION = "What speedup does CoRF report?"
@@ -110,7 +110,7 @@ def stall_assistant(corpus_settings: Settings, server: LlamaServer) -> Assistant
     up to 120 s): the server is then idle and has the prompt cached, so it answers again within the timeout."""
     settings = llm_settings(corpus_settings, server.url, llm_max_tokens=64, llm_timeout_s=STALL_TIMEOUT_S)
     warm = Assistant(settings.model_copy(update={"llm_timeout_s": 120})).ask(QUESTION)
-    assert warm.mode == "llm" and warm.notice is None, warm.notice
+    assert llm_answered(warm), warm.notice
     return Assistant(settings)
 
 
@@ -118,7 +118,7 @@ def stall_assistant(corpus_settings: Settings, server: LlamaServer) -> Assistant
 def test_real_server_stopped_between_questions(corpus_settings, own_server: LlamaServer) -> None:
     assistant = Assistant(llm_settings(corpus_settings, own_server.url))
     first = assistant.ask(QUESTION)
-    assert first.mode == "llm" and first.notice is None
+    assert llm_answered(first), first.notice
 
     own_server.stop()
     t0 = time.monotonic()
@@ -133,13 +133,13 @@ def test_real_server_stopped_between_questions(corpus_settings, own_server: Llam
 
     own_server.start()  # back again: the same assistant uses it again
     again = assistant.ask(QUESTION)
-    assert again.mode == "llm" and again.notice is None
+    assert llm_answered(again), again.notice
 
 
 @pytest.mark.slow
 def test_real_server_killed_mid_answer(corpus_settings, own_server: LlamaServer) -> None:
     assistant = Assistant(llm_settings(corpus_settings, own_server.url))
-    assert assistant.ask(QUESTION).mode == "llm"  # caches the prompt: the streamed answer starts at once
+    assert llm_answered(assistant.ask(QUESTION))  # caches the prompt: the streamed answer starts at once
 
     def kill() -> None:
         own_server.proc.kill()
@@ -153,7 +153,7 @@ def test_real_server_killed_mid_answer(corpus_settings, own_server: LlamaServer)
 def test_real_server_frozen_before_answering(corpus_settings, llama_server: LlamaServer) -> None:
     assistant = stall_assistant(corpus_settings, llama_server)
     control = assistant.ask(QUESTION)  # the same question, same timeout: answered by the LLM when not frozen
-    assert control.mode == "llm" and control.notice is None, control.notice
+    assert llm_answered(control), control.notice
 
     with thawed_after(llama_server) as freeze:
         freeze()
@@ -174,7 +174,9 @@ def test_real_server_frozen_before_answering(corpus_settings, llama_server: Llam
 def test_real_server_frozen_mid_stream(corpus_settings, llama_server: LlamaServer) -> None:
     assistant = stall_assistant(corpus_settings, llama_server)
     before, reset, after, control = run_stream(assistant, QUESTION)
-    assert control.mode == "llm" and not reset and after == control.raw_answer  # not frozen: streamed in full
+    assert llm_answered(control)  # not frozen: streamed in full (then, if it gave way to quotes, those)
+    assert (before, reset, after) == ((control.raw_answer, True, control.answer) if control.mode != "llm"
+                                      else ("", False, control.raw_answer))
 
     t0 = time.monotonic()
     with thawed_after(llama_server) as freeze:

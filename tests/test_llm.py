@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from rag import prompts
 from rag.chat import Conversation
 from rag.cite import UNSUPPORTED_MARK, SourceText, check_answer
 from rag.llm import LLMConfigError, is_local_url
@@ -15,7 +16,7 @@ from rag.qa import Assistant, sources_for
 from rag.retrieve import Retriever
 from rag.settings import load_settings
 
-from .conftest import DATA, LlamaServer, free_port, llm_settings
+from .conftest import DATA, LlamaServer, free_port, llm_answered, llm_settings
 
 QUESTION = "What speedup does CoRF report?"
 
@@ -33,7 +34,7 @@ def assert_answer_shape(a) -> None:
 @pytest.mark.slow
 def test_llm_answer_non_streaming(corpus_settings, llama_server: LlamaServer) -> None:
     a = Assistant(llm_settings(corpus_settings, llama_server.url)).ask(QUESTION)
-    assert a.mode == "llm" and a.notice is None and a.raw_answer
+    assert llm_answered(a) and (a.notice is None) == (a.mode == "llm")
     assert_answer_shape(a)
     assert a.timings_ms["check_ms"] < 1000
 
@@ -41,10 +42,18 @@ def test_llm_answer_non_streaming(corpus_settings, llama_server: LlamaServer) ->
 @pytest.mark.slow
 def test_llm_answer_streaming(corpus_settings, llama_server: LlamaServer) -> None:
     events = list(Assistant(llm_settings(corpus_settings, llama_server.url)).stream(QUESTION))
-    tokens = [e.text for e in events if e.kind == "token"]
-    assert len(tokens) > 1 and events[-1].kind == "final"
+    kinds = [e.kind for e in events]
+    resets = [i for i, k in enumerate(kinds) if k == "reset"]
+    assert kinds[-1] == "final" and len(resets) <= 1
     a = events[-1].answer
-    assert a.mode == "llm" and "".join(tokens) == a.raw_answer and a.timings_ms["first_token_ms"] > 0
+    streamed = [e.text for e in events[:resets[0] if resets else -1] if e.kind == "token"]
+    assert llm_answered(a) and len(streamed) > 1 and "".join(streamed) == a.raw_answer
+    assert a.timings_ms["first_token_ms"] > 0
+    if a.mode != "llm":  # the model's text was withdrawn, then the extractive answer streamed in full
+        assert resets and events[resets[0]].text == a.notice
+        assert "".join(e.text for e in events[resets[0]:] if e.kind == "token") == a.answer
+    else:
+        assert not resets
     assert_answer_shape(a)
 
 
@@ -85,7 +94,7 @@ def test_fallback_when_server_stops_and_when_nothing_listens(corpus_settings, tm
     server = LlamaServer(tmp_path)
     server.start()
     assistant = Assistant(llm_settings(corpus_settings, server.url))
-    assert assistant.ask(QUESTION).mode == "llm"
+    assert llm_answered(assistant.ask(QUESTION))
     server.stop()
     a = assistant.ask(QUESTION)
     assert a.mode == "extractive" and "unreachable" in a.notice and a.citations[0].label == "CoRF"
@@ -110,7 +119,8 @@ def test_cli_json_in_llm_mode_and_fallback_exit_code(corpus_settings, llama_serv
     r = CliRunner().invoke(app, ["ask", "--json", QUESTION])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["mode"] == "llm" and {c["paper_id"] for c in d["citations"]} <= {x["paper_id"] for x in d["retrieved"]}
+    assert d["raw_answer"] and {c["paper_id"] for c in d["citations"]} <= {x["paper_id"] for x in d["retrieved"]}
+    assert all("repaired" in c for c in d["checks"])
     env.write_text(env.read_text().replace(llama_server.url, f"http://127.0.0.1:{free_port()}/v1"))
     r = CliRunner().invoke(app, ["ask", QUESTION])
     assert r.exit_code == 0 and "note: LLM not used" in r.stdout and "Traceback" not in r.output
@@ -140,7 +150,7 @@ def test_follow_up_with_llm(corpus_settings, llama_server: LlamaServer) -> None:
     rw = conv.rewrite("and how much memory does it save?", use_llm=True)
     assert rw.how in ("llm", "carry-over") and "CoRF" in rw.question and rw.scope
     a = conv.ask("and how much memory does it save?")
-    assert a.rewritten and "CoRF" in a.rewritten and a.mode == "llm"
+    assert a.rewritten and "CoRF" in a.rewritten and llm_answered(a)
 
 
 class EmbedSpy:
@@ -184,3 +194,84 @@ def test_missing_key_for_remote_endpoint_is_a_config_error(corpus_settings) -> N
     assert not is_local_url("https://api.openai.com/v1")
     with pytest.raises(LLMConfigError):
         Assistant(load_settings(answer_mode="llm"))
+
+
+# --- the answer prompt, repair and fallback on the real index (no server) -------------------------------------
+
+def test_prompt_shows_the_format_with_the_first_sources_real_label(assistant) -> None:
+    from rag.llm import answer_messages
+
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(QUESTION, k=3))
+    system, user = answer_messages(QUESTION, retrieval.papers, assistant.settings)
+    first = retrieval.papers[0].label
+    assert f"A sentence about {first} ends with [1]" in user.content
+    assert user.content.index("[1] " + first) < user.content.index("[2] ")  # the first source is [1]
+    assert "[2]" not in system.content + user.content.split("Question:")[-1]
+
+
+def test_wrong_citation_is_repaired_and_shown_in_final_numbering(assistant) -> None:
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(QUESTION, k=3))
+    corf = next(i for i, p in enumerate(retrieval.papers, 1) if p.label == "CoRF")
+    other = next(i for i in range(1, 4) if i != corf)
+    quote = next(s for s in sources_for(retrieval.papers)[corf - 1].sentences if "5.9" in s)
+    a = assistant._finish_llm(QUESTION, retrieval, f"CoRF [{other}]: {quote}")
+    assert a.mode == "llm" and not a.abstained and not a.unsupported
+    (check,) = a.checks
+    assert check.supported and check.repaired == f"from {retrieval.papers[other - 1].label} to [1]"
+    assert a.citations[0].label == "CoRF" and a.answer.startswith("CoRF [1]")
+    plain = assistant._finish_llm(QUESTION, retrieval, f"CoRF [{other}]: {quote}", salvage=False)
+    assert plain.abstained and not plain.checks[0].repaired
+
+
+def test_untraceable_or_abstaining_model_answer_gives_way_to_quotes(assistant) -> None:
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(QUESTION, k=3))
+    invented = "CoRF [1] cuts memory use by 31% on long documents [1]."
+    for raw, notice in ((invented, prompts.FALLBACK_UNTRACEABLE),
+                        (f"{prompts.ABSTAIN_PREFIX} this.", prompts.FALLBACK_MODEL_ABSTAINED)):
+        a = assistant._finish_llm(QUESTION, retrieval, raw)
+        assert a.mode == "extractive" and a.notice == notice and a.raw_answer == raw
+        assert not a.abstained and a.citations[0].label == "CoRF" and "5.9" in a.answer and "31%" not in a.answer
+
+
+def test_abstention_stands_when_the_extractive_answerer_abstains_too(assistant) -> None:
+    question = "How many GPUs were used to train RecMem?"
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(question, k=3))
+    assert assistant._extractive(question, retrieval).abstained  # the premise
+    a = assistant._finish_llm(question, retrieval, "RecMem [1] was trained on 64 GPUs [1].")
+    assert a.mode == "llm" and a.abstained and a.notice is None and f"{UNSUPPORTED_MARK} RecMem" in a.answer
+
+
+def test_cli_marks_a_repaired_sentence(assistant, capsys: pytest.CaptureFixture[str]) -> None:
+    from rag.cli import _print_answer
+
+    retrieval = assistant.retriever.complete(assistant.retriever.retrieve(QUESTION, k=3))
+    corf = next(i for i, p in enumerate(retrieval.papers, 1) if p.label == "CoRF")
+    quote = next(s for s in sources_for(retrieval.papers)[corf - 1].sentences if "5.9" in s)
+    a = assistant._finish_llm(QUESTION, retrieval, f"CoRF: {quote}")  # names CoRF, cites nothing
+    _print_answer(a)
+    out = capsys.readouterr().out
+    assert f"↻ citation repaired from none to [1]: {a.checks[0].sentence}" in out
+    assert json.loads(json.dumps(a.to_dict()))["checks"][0]["repaired"] == "from none to [1]"
+
+
+@pytest.mark.slow
+def test_record_then_replay_a_real_server(corpus_settings, llama_server: LlamaServer, tmp_path: Path) -> None:
+    """`llm_check.py --record` against SmolLM2 writes the documented format; replaying it gives the same answers."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import llm_check
+
+    out = tmp_path / "recorded.jsonl"
+    assert llm_check.main(["--record", str(out), "--base-url", llama_server.url, "--model", "smollm2",
+                           "--limit", "2", "--context", "1536", "--max-tokens", "120",
+                           "--data-dir", str(corpus_settings.data_dir)]) == 0
+    records = llm_check.load_records(out)
+    assert [r["id"] for r in records] == ["q001", "q002"] and all(r["raw_answer"] for r in records)
+    for r in records:
+        assert [s["n"] for s in r["sources"]] == [1, 2, 3] and r["gold"] and "cited" in r["extractive"]
+    assistant = Assistant(corpus_settings)
+    _, after, done = llm_check.replay(assistant, records, say=lambda _m: None)
+    assert after.replayed == 2
+    for r, _, replayed in done:
+        assert replayed.answer == r["answer"] and replayed.mode == r["mode"], (r, replayed)
