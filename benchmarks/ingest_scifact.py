@@ -82,10 +82,11 @@ def fill(cache: VectorCache, texts: list[str], encode) -> float:  # noqa: ANN001
     """Embed the texts the cache lacks, in slices saved as they finish (an interrupted fill keeps its work)."""
     missing = cache.missing(texts)
     t = time.perf_counter()
-    for i in range(0, len(missing), 2000):
-        part = missing[i:i + 2000]
+    step = int(os.environ.get("FILL_SLICE", "2000"))
+    for i in range(0, len(missing), step):
+        part = missing[i:i + step]
         cache.add(part, encode(part))
-        print(f"  {cache.dir.name}: {min(i + 2000, len(missing))}/{len(missing)} "
+        print(f"  {cache.dir.name}: {min(i + step, len(missing))}/{len(missing)} "
               f"({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
     return time.perf_counter() - t
 
@@ -156,20 +157,26 @@ def complete_prefix(paper_of: list[str], texts: list[str], caches: list[VectorCa
     return n
 
 
-def guard(runtime: str) -> dict:
+def guard(runtime: str, fill_missing: bool = True) -> dict:
     import numpy as np
 
     paper_of, texts, qs, gold = guard_chunks()
     print(f"SciFact: {len(set(paper_of))} papers, {len(texts)} chunks, {len(qs)} claims", file=sys.stderr)
     torch_cache, rt_cache = VectorCache("scifact-torch"), VectorCache(f"scifact-{runtime}")
     rt = runtime_embedder(runtime)
-    fill(rt_cache, qs + texts, lambda part: np.asarray(rt.embed_texts(part), dtype=np.float32))
-    if torch_cache.missing(qs + texts):
+    if fill_missing:
+        fill(rt_cache, qs + texts, lambda part: np.asarray(rt.embed_texts(part), dtype=np.float32))
+    if fill_missing and torch_cache.missing(qs + texts):
         model = torch_model()
         fill(torch_cache, qs + texts, lambda part: model.encode(part, batch_size=64, normalize_embeddings=True,
                                                                 show_progress_bar=False))
     n = complete_prefix(paper_of, texts, [torch_cache, rt_cache])
     paper_of, texts = paper_of[:n], texts[:n]
+    # A guard cut short by time scores the claims whose cited papers were all embedded (all of them when
+    # the whole corpus was); the corpus size it used is reported with it.
+    have = set(paper_of)
+    keep = [i for i, g in enumerate(gold) if g <= have]
+    qs, gold = [qs[i] for i in keep], [gold[i] for i in keep]
     tv, rv = vectors(torch_cache, texts), vectors(rt_cache, texts)
     cos = np.sum(tv * rv, axis=1) / (np.linalg.norm(tv, axis=1) * np.linalg.norm(rv, axis=1))
     out = {"runtime": rt.runtime, "chunks": len(texts), "papers": len(set(paper_of)), "claims": len(qs),
@@ -188,11 +195,93 @@ def guard(runtime: str) -> dict:
     return out
 
 
+def speed(runtime: str, n_papers: int, rounds: int = 1) -> dict:
+    """Throughput of ingest against both encode floors on the same chunk texts, then re-ingest, add one paper,
+    queries, disk and memory. Floors and ingest alternate so machine noise falls on all of them."""
+    import numpy as np
+
+    from rag.ingest import ingest
+
+    path = scifact_file(n_papers)
+    paper_of, texts = chunks_of(path)
+    rt = runtime_embedder(runtime)
+    model = torch_model()
+    rt.embed_texts(texts[:64])
+    model.encode(texts[:64], batch_size=64)
+    rows = {"rt_floor": [], "torch_floor": [], "ingest": [], "ingest_papers": []}
+    phases: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            t = time.perf_counter()
+            rt.embed_texts(texts)
+            rows["rt_floor"].append(len(texts) / (time.perf_counter() - t))
+            s = bench_settings(Path(tmp) / f"round{r}", embed_runtime=runtime)
+            t = time.perf_counter()
+            report = ingest(s, [path], embedder=rt, progress=False)
+            dt = time.perf_counter() - t
+            assert report.chunks_embedded == len(texts), (report.chunks_embedded, len(texts))
+            rows["ingest"].append(len(texts) / dt)
+            rows["ingest_papers"].append(report.total_papers / dt)
+            phases.append(report.phases)
+            t = time.perf_counter()
+            model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+            rows["torch_floor"].append(len(texts) / (time.perf_counter() - t))
+        t = time.perf_counter()
+        again = ingest(s, [path], progress=False)
+        reingest = time.perf_counter() - t
+        assert again.unchanged == report.total_papers and not again.changed
+        extra = Path(tmp) / "one.jsonl"
+        with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                if i == n_papers:
+                    r1 = json.loads(line)
+        extra.write_text(json.dumps({"id": str(r1["doc_id"]), "title": r1["title"],
+                                     "abstract": " ".join(r1["abstract"])}) + "\n")
+        t = time.perf_counter()
+        one = ingest(s, [extra], embedder=rt, progress=False)
+        add_one = time.perf_counter() - t
+        assert len(one.added) == 1
+        qs = claims()[0][:40]
+        env = {**os.environ, "PAPERS_DATA_DIR": str(s.data_dir), "PAPERS_ENV_FILE": os.devnull}
+        probe = query_probe(env, qs, rounds=2)
+        disk = dir_size_mb(s.data_dir)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    phase = {k: statistics.median(ph.get(k, 0.0) for ph in phases) for k in phases[0]}
+    out = {"runtime": rt.runtime, "papers": n_papers, "chunks": len(texts), "rounds": rounds, **med,
+           "ratio_vs_torch_floor": med["ingest"] / med["torch_floor"], "ratio_vs_own_floor": med["ingest"] / med["rt_floor"],
+           "phases": phase, "reingest_s": reingest, "add_one_s": add_one,
+           "query_p50_ms": p50(probe["full"]), "query_p95_ms": percentile(probe["full"], 95),
+           "floor_p50_ms": p50(probe["floor"]), "query_rss_mb": probe["rss_mb"], "disk_mb": disk,
+           "bench_rss_mb": peak_rss_mb()}
+    print(f"SciFact slice: {n_papers} papers, {len(texts)} chunks; {rounds} round(s), floors and ingest side by side")
+    print(table([
+        {"measure": "torch fp32 encode (floor)", "chunks/s": f"{med['torch_floor']:.1f}", "ratio": "1.00"},
+        {"measure": f"{runtime} encode of the same texts (own floor)", "chunks/s": f"{med['rt_floor']:.1f}",
+         "ratio": f"{med['rt_floor'] / med['torch_floor']:.2f}"},
+        {"measure": f"papers ingest with {runtime}", "chunks/s": f"{med['ingest']:.1f}",
+         "ratio": f"{out['ratio_vs_torch_floor']:.2f} of torch, {out['ratio_vs_own_floor']:.2f} of own floor"},
+    ], ["measure", "chunks/s", "ratio"]))
+    print("ingest phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phase.items()))
+    print(table([{"measure": "re-ingest, nothing changed", "value": f"{reingest:.2f} s"},
+                 {"measure": "add one paper (model loaded)", "value": f"{add_one:.2f} s"},
+                 {"measure": "query p50 / p95 (extractive answer)",
+                  "value": f"{out['query_p50_ms']:.1f} / {out['query_p95_ms']:.1f} ms (floor p50 "
+                           f"{out['floor_p50_ms']:.1f} ms, {out['query_p50_ms'] / out['floor_p50_ms']:.2f}x)"},
+                 {"measure": "disk; query process RSS; this process RSS",
+                  "value": f"{disk:.0f} MB; {probe['rss_mb']:.0f} MB; {out['bench_rss_mb']:.0f} MB"}],
+                ["measure", "value"]))
+    (RESULTS / f"scifact_speed_{runtime}_{n_papers}.json").write_text(json.dumps(out, indent=1))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["guard", "speed", "all", "torch-fill"])
+    ap.add_argument("what", choices=["guard", "speed", "all", "torch-fill", "runtime-fill"])
+    ap.add_argument("--score-only", action="store_true",
+                    help="guard on the chunks both caches already hold (gold papers first), embedding nothing")
     ap.add_argument("--runtime", default="onnx-int8")
-    ap.add_argument("--papers", type=int, default=1000)
+    ap.add_argument("--papers", type=int, default=200, help="corpus slice for the speed run (all: 5183)")
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     os.chdir(ROOT)
     if args.what == "torch-fill":  # only the torch vectors (slow): lets the guard run later from the cache
@@ -201,10 +290,18 @@ def main() -> None:
         fill(VectorCache("scifact-torch"), qs + texts,
              lambda part: model.encode(part, batch_size=64, normalize_embeddings=True, show_progress_bar=False))
         return
+    if args.what == "runtime-fill":
+        import numpy as np
+
+        paper_of, texts, qs, _ = guard_chunks()
+        rt = runtime_embedder(args.runtime)
+        fill(VectorCache(f"scifact-{args.runtime}"), qs + texts,
+             lambda part: np.asarray(rt.embed_texts(part), dtype=np.float32))
+        return
     if args.what in ("guard", "all"):
-        guard(args.runtime)
+        guard(args.runtime, fill_missing=not args.score_only)
     if args.what in ("speed", "all"):
-        speed(args.runtime, args.papers)
+        speed(args.runtime, args.papers, args.rounds)
 
 
 if __name__ == "__main__":

@@ -103,13 +103,14 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
     if rebuild:
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
+    report.phases["open_store_s"] = time.perf_counter() - t0
     previous_version = store.version
     catalog = store.catalog(with_text=False)
     chunking = chunking_key(settings)
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
     found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
                  known_label=lambda content_hash, title: labels.get((content_hash, title)))
-    report.phases["scan_s"] = time.perf_counter() - t0
+    report.phases["scan_s"] = time.perf_counter() - t0 - report.phases["open_store_s"]
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
     report.papers_seen = len(found.papers)
 
