@@ -248,7 +248,8 @@ def speed(runtime: str, n_papers: int, rounds: int = 1) -> dict:
     med = {k: statistics.median(v) for k, v in rows.items()}
     phase = {k: statistics.median(ph.get(k, 0.0) for ph in phases) for k in phases[0]}
     out = {"runtime": rt.runtime, "papers": n_papers, "chunks": len(texts), "rounds": rounds, **med,
-           "ratio_vs_torch_floor": med["ingest"] / med["torch_floor"], "ratio_vs_own_floor": med["ingest"] / med["rt_floor"],
+           "ratio_vs_torch_floor": med["ingest"] / med["torch_floor"],
+           "ratio_vs_own_floor": med["ingest"] / med["rt_floor"],
            "phases": phase, "reingest_s": reingest, "add_one_s": add_one,
            "query_p50_ms": p50(probe["full"]), "query_p95_ms": percentile(probe["full"], 95),
            "floor_p50_ms": p50(probe["floor"]), "query_rss_mb": probe["rss_mb"], "disk_mb": disk,
