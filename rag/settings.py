@@ -54,11 +54,12 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding batch during ingest (32 "
                                   "was the fastest on 2 CPU cores: benchmarks/ingest_bench.py).")
     embed_runtime: Literal["onnx-int8", "onnx", "torch"] = Field(
-        "onnx-int8", description="What embeds chunks at ingest: 'onnx-int8' an int8-quantised ONNX copy of the model "
-                                 "(fastest; SciFact retrieval within 0.005 of torch, see README Performance), 'onnx' "
-                                 "the fp32 ONNX export, 'torch' sentence-transformers. The store records which "
-                                 "vectors it holds (int8 or fp32) and questions are embedded the same way; adding "
-                                 "to a store built the other way is refused (`papers ingest --rebuild` re-embeds).")
+        "onnx", description="What embeds chunks at ingest: 'onnx' the fp32 ONNX export (torch's vectors, cosine "
+                            ">= 0.9999), 'onnx-int8' an int8-quantised copy (fastest; retrieval as good, but the "
+                            "answer thresholds fitted on fp32 vectors shift: see README Performance), 'torch' "
+                            "sentence-transformers. The store records which vectors it holds (int8 or fp32) and "
+                            "questions are embedded the same way; adding to a store built the other way is refused "
+                            "(`papers ingest --rebuild` re-embeds).")
     embed_threads: int = Field(2, ge=1, le=64, description="onnxruntime threads for embedding at ingest (intra-op).")
     query_embedder: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="How questions are embedded in an fp32 store (an int8 store always uses its int8 ONNX "

@@ -161,6 +161,7 @@ def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, mon
 
     monkeypatch.setenv("PAPERS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("PAPERS_ENV_FILE", "/dev/null")
+    monkeypatch.setenv("PAPERS_EMBED_RUNTIME", "onnx-int8")
     runner = CliRunner()
     first = runner.invoke(app, ["ingest", "--json", str(tiny_corpus)])
     assert first.exit_code == 0, first.output
