@@ -13,7 +13,7 @@ from typing import Any
 
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import build_nodes_from_splits
-from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.schema import BaseNode, Document
 from pydantic import Field
 
 from rag.text import split_sentences
@@ -62,17 +62,3 @@ def chunk_document(doc: Document, chunk_tokens: int) -> list[BaseNode]:
     """Chunks of one document (used by tests and benchmarks outside a pipeline)."""
     return WholeSentenceChunker(chunk_tokens=chunk_tokens, include_prev_next_rel=False).get_nodes_from_documents([doc])
 
-
-class LongestFirst(TransformComponent):
-    """Orders nodes by the length of their embedded text before embedding.
-
-    The embedding model pads each batch to its longest text; sentence-transformers sorts by length only
-    within one call, and llama-index calls it once per `embed_batch_size` nodes. Sorting here lets every
-    batch hold texts of similar length, as one large encode call would. Node order does not matter to the
-    store (ids are stable).
-    """
-
-    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
-        from llama_index.core.schema import MetadataMode
-
-        return sorted(nodes, key=lambda n: len(n.get_content(MetadataMode.EMBED)), reverse=True)

@@ -124,18 +124,23 @@ def ingest(
     paths: Optional[list[Path]] = typer.Argument(None, help="Files or folders (default: PAPERS_CORPUS_PATHS)."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Start a new index (the old local store is kept aside)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
+                                            help="Show the progress bar (default: when stderr is a terminal)."),
 ) -> None:
-    """Add, update and remove papers so the index matches the files."""
+    """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
     from rag.embed import EmbeddingModelError
     from rag.ingest import ingest as run_ingest
     from rag.store import StoreError
 
     settings = _settings()
     try:
-        report = run_ingest(settings, paths or None, rebuild=rebuild)
+        report = run_ingest(settings, paths or None, rebuild=rebuild, progress=progress)
     except (StoreError, EmbeddingModelError) as e:
         _fail(str(e))
         return
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before embedding began: the store is still consistent
+        typer.echo("interrupted; run `papers ingest` again to resume (papers already written are kept)", err=True)
+        raise typer.Exit(130) from None
     for line in report.problems:
         _echo(f"skipped: {line}", err=True)
     for line in report.warnings + report.duplicates:
@@ -150,6 +155,10 @@ def ingest(
                    f"{report.total_papers} papers indexed ({report.seconds:.1f} s)")
         if report.moved_aside:
             typer.echo(f"the previous store was moved to {report.moved_aside}")
+    if report.interrupted:
+        typer.echo(f"interrupted: {report.not_embedded} papers not embedded yet; run `papers ingest` again "
+                   "to resume", err=True)
+        raise typer.Exit(130)
     if report.problems and not report.papers_seen:
         raise typer.Exit(1)
 

@@ -77,10 +77,10 @@ def onnx_file_for(settings: Settings) -> Path | None:
     return onnx_path(resolve_model_path(settings.embed_model), settings.cache_dir / "onnx")
 
 
-def ensure_onnx(settings: Settings) -> Path | None:
-    """Export the model to ONNX if the fast query path is enabled and the export is missing (needs torch)."""
+def ensure_onnx(settings: Settings, force: bool = False) -> Path | None:
+    """Export the model to ONNX if the fast query path is enabled (or `force`) and the export is missing."""
     target = onnx_file_for(settings)
-    if settings.query_embedder == "torch" or target is None or target.exists():
+    if (settings.query_embedder == "torch" and not force) or target is None or target.exists():
         return target
     from rag.onnx_embed import export_onnx
 
@@ -90,15 +90,77 @@ def ensure_onnx(settings: Settings) -> Path | None:
         return None
 
 
+# Runtimes and the vectors they make: torch and the fp32 ONNX export compute the same fp32 graph (cosine to
+# each other >= 0.9999, tests/test_embed.py), so their vectors mix; int8 vectors are a different family.
+RUNTIME_FAMILY = {"torch": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
+
+
+def runtime_id(family: str, settings: Settings) -> str:
+    """What the store records about its vectors: '<fp32|int8>:<weights hash>'."""
+    from rag.onnx_embed import weights_digest
+
+    return f"{family}:{weights_digest(resolve_model_path(settings.embed_model))}"
+
+
+def runtime_family(record: str | None) -> str:
+    """The vector family of a store's record; stores made before the record existed were built with torch."""
+    return (record or "fp32").split(":", 1)[0]
+
+
+def embedder_runtime(embedder: object, settings: Settings) -> str:
+    """The runtime record of an embedder object (anything but the int8 ONNX embedder computes fp32 vectors)."""
+    return getattr(embedder, "runtime", "") or runtime_id("fp32", settings)
+
+
+def ensure_int8(settings: Settings) -> Path | None:
+    """The int8 copy of the model's ONNX export, made once (quantising needs no torch; the fp32 export does)."""
+    from rag.onnx_embed import int8_path, quantize_int8
+
+    fp32 = onnx_file_for(settings)
+    if fp32 is None:
+        return None
+    target = int8_path(fp32)
+    if target.exists():
+        return target
+    if not fp32.exists():
+        from rag.onnx_embed import export_onnx
+
+        try:
+            export_onnx(resolve_model_path(settings.embed_model), fp32)
+        except Exception:  # a model the exporter cannot handle: the caller falls back to torch
+            return None
+    return quantize_int8(fp32, target)
+
+
 @lru_cache(maxsize=4)
-def _onnx_embedder(onnx_file: str, model_dir: str) -> BaseEmbedding:
+def _onnx_embedder(onnx_file: str, model_dir: str, batch_size: int = 32, threads: int = 0,
+                   runtime: str = "") -> BaseEmbedding:
     from rag.onnx_embed import OnnxEmbedding
 
-    return OnnxEmbedding(Path(onnx_file), model_dir)
+    return OnnxEmbedding(Path(onnx_file), model_dir, batch_size, threads, runtime)
 
 
-def query_embedder_for(settings: Settings) -> BaseEmbedding:
-    """The embedder for questions and answer sentences: the ONNX copy when it exists (fast start), else torch."""
+def ingest_embedder_for(settings: Settings) -> BaseEmbedding:
+    """The embedder ingest uses (settings.embed_runtime). A model the ONNX exporter cannot handle, or a hub-only
+    model, is embedded with torch; the store records what was really used."""
+    if settings.embed_runtime != "torch":
+        int8 = settings.embed_runtime == "onnx-int8"
+        target = ensure_int8(settings) if int8 else ensure_onnx(settings, force=True)
+        if target is not None and target.exists():
+            return _onnx_embedder(str(target), resolve_model_path(settings.embed_model), settings.embed_batch_size,
+                                  settings.embed_threads, runtime_id("int8" if int8 else "fp32", settings))
+    return embedder_for(settings)
+
+
+def query_embedder_for(settings: Settings, store_runtime: str | None = None) -> BaseEmbedding:
+    """The embedder for questions and answer sentences. It follows the store's record: an int8 store's questions
+    go through the same int8 file; an fp32 store uses the fp32 ONNX copy when it exists (fast start), else torch."""
+    if runtime_family(store_runtime) == "int8":
+        target = ensure_int8(settings)
+        if target is None:
+            raise EmbeddingModelError(f"the index holds int8 vectors but '{settings.embed_model}' has no ONNX "
+                                      "export: run `papers ingest --rebuild` with PAPERS_EMBED_RUNTIME=torch")
+        return _onnx_embedder(str(target), resolve_model_path(settings.embed_model), runtime=store_runtime or "")
     if settings.query_embedder != "torch":
         target = onnx_file_for(settings)
         if target is not None and target.exists():

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 SPLITTER_VERSION = "w1"
 LABELS_VERSION = "l1"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
 EMBED_TEXT_VERSION = "t1"  # bump when what a chunk is embedded as changes (t1: title, or label when untitled)
+ROWS_PER_WRITE = 256  # chunks per Chroma add: its GIL-holding call is kept short so embedding goes on meanwhile
 CHUNK_META_KEYS = ("paper_id", "label", "source", "position", "heading")
 
 
@@ -51,6 +52,10 @@ class IngestReport:
     repaired: int = 0
     moved_aside: str | None = None
     seconds: float = 0.0
+    embed_runtime: str = ""  # the runtime record of the vectors written (see rag.embed.runtime_id)
+    interrupted: bool = False  # Ctrl-C: the papers in `not_embedded` are left for the next ingest
+    not_embedded: int = 0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase (see _embed_and_write)
 
     @property
     def changed(self) -> bool:
@@ -113,6 +118,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     if rebuild:
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
+    report.phases["open_store_s"] = time.perf_counter() - t0
     store.check_vectors()  # a damaged vector index is reported (with the way out), never declared "unchanged"
     previous_version = store.version
     interrupted = bool(store.pending)  # the previous ingest stopped before its commit
@@ -121,6 +127,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
     found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
                  known_label=lambda content_hash, title: labels.get((content_hash, title)))
+    report.phases["scan_s"] = time.perf_counter() - t0 - report.phases["open_store_s"]
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
     report.papers_seen = len(found.papers)
 
@@ -189,15 +196,18 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         _rewrite_metadata(store, relocate, chunking)
     if to_embed:
         if embedder is None:  # loaded only when something needs embedding: a no-op ingest stays fast
-            from rag.embed import embedder_for
+            from rag.embed import ingest_embedder_for
 
-            embedder = embedder_for(settings)
-        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress)
+            t = time.perf_counter()
+            embedder = ingest_embedder_for(settings)
+            report.phases["load_model_s"] = time.perf_counter() - t
+        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress, report)
     from rag.embed import ensure_onnx
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
     from rag.localindex import ensure_local_index, publish_full_index, remove_other_versions, update_local_index
 
+    t_local = time.perf_counter()
     if work:  # the new version's local index is published first; the commit then switches readers to it
         if report.changed and not repairing:  # only the touched papers' chunks are read back
             update_local_index(settings, store, previous_version,
@@ -209,6 +219,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         remove_other_versions(settings, keep={target, previous_version})
     else:
         ensure_local_index(settings, store, load=False)
+    report.phases["local_index_s"] = time.perf_counter() - t_local
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report
@@ -240,34 +251,176 @@ def _mean_vector(vectors: list[list[float]]) -> list[float]:
 
 
 def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embedder: BaseEmbedding,
-                     chunking: str, progress: bool | None) -> int:
-    """Chunk, embed and store papers in batches: old chunks out, new chunks in, then catalog records."""
-    from llama_index.core.ingestion import IngestionPipeline
+                     chunking: str, progress: bool | None, report: IngestReport | None = None) -> int:
+    """Chunk, embed and store papers in batches: old chunks out, new chunks in, then catalog records.
+
+    Embedding runs on a worker thread (onnxruntime and torch release the GIL while they compute) while this
+    thread writes the previous batch to Chroma, in short adds so the worker is not held up for long. Ctrl-C
+    stops the worker after its current model call; the batch it was on is abandoned (nothing of it is written),
+    the batches already embedded are written, and the next ingest embeds the rest.
+    """
+    import queue
+    import threading
+
     from tqdm.auto import tqdm
 
-    from rag.chunking import LongestFirst
+    from rag.embed import embedder_runtime
     from rag.readers.sections import SectionChunks
 
+    report = report if report is not None else IngestReport()
+    runtime = embedder_runtime(embedder, settings)
+    store.claim_runtime(runtime)
+    report.embed_runtime = runtime
+    phases = {"chunk_s": 0.0, "tokenize_s": 0.0, "embed_s": 0.0, "write_chunks_s": 0.0, "write_catalog_s": 0.0}
     splitter = make_splitter(settings)
-    pipeline = IngestionPipeline(transformations=[splitter, SectionChunks.for_papers(papers, settings.chunk_tokens),
-                                                  LongestFirst(), embedder],
-                                 vector_store=store.vector_store, disable_cache=True)
+    stop = threading.Event()
+    handed: queue.Queue = queue.Queue(maxsize=1)  # one embedded batch waits while the next is embedded
     show = sys.stderr.isatty() if progress is None else progress
-    embedded = 0
-    with tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr) as bar:
-        per_batch = settings.ingest_batch_papers
-        for i in range(0, len(papers), per_batch):
-            batch = papers[i:i + per_batch]
-            store.delete_chunks_of([p.paper_id for p in batch])
-            nodes: list[BaseNode] = pipeline.run(documents=[make_document(p) for p in batch])
-            by_paper: dict[str, list[list[float]]] = {}
-            for n in nodes:
-                by_paper.setdefault(n.metadata["paper_id"], []).append(n.get_embedding())
-            store.write_catalog([_entry(p, len(by_paper[p.paper_id]), chunking) for p in batch],
-                                [_mean_vector(by_paper[p.paper_id]) for p in batch])
-            embedded += len(nodes)
-            bar.update(len(batch))
+    bar = tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr,
+               dynamic_ncols=True, smoothing=0.1)
+    lock = threading.Lock()
+    started = time.perf_counter()
+    counts = {"chunks": 0, "papers": 0.0}
+    failure: list[BaseException] = []
+
+    def advance(papers_done: float, chunks_done: int) -> None:
+        with lock:
+            counts["papers"] += papers_done
+            counts["chunks"] += chunks_done
+            bar.update(int(counts["papers"]) - bar.n)
+            rate = counts["chunks"] / max(1e-9, time.perf_counter() - started)
+            bar.set_postfix_str(f"{rate:.0f} chunks/s", refresh=False)
+
+    def worker() -> None:
+        try:
+            per_batch = settings.ingest_batch_papers
+            for i in range(0, len(papers), per_batch):
+                batch = papers[i:i + per_batch]
+                t = time.perf_counter()
+                nodes = splitter.get_nodes_from_documents([make_document(p) for p in batch])
+                nodes = SectionChunks.for_papers(batch, settings.chunk_tokens)(nodes)  # a PDF's pages and sections
+                phases["chunk_s"] += time.perf_counter() - t
+                vectors = _embed_nodes(embedder, nodes, settings.embed_batch_size, stop, phases,
+                                       lambda share, n, size=len(batch): advance(size * share, n))
+                if vectors is None:  # stopped: this batch is abandoned
+                    return
+                handed.put((batch, nodes, vectors))
+        except BaseException as e:  # noqa: BLE001 - handed to the writer, which re-raises it
+            failure.append(e)
+        finally:
+            handed.put(None)
+
+    embedded = committed = 0
+    with _stop_on_sigint(stop):
+        thread = threading.Thread(target=worker, name="embed", daemon=True)
+        thread.start()
+        try:
+            while (item := handed.get()) is not None:
+                batch, nodes, vectors = item
+                embedded += _write_batch(store, batch, nodes, vectors, chunking, phases)
+                committed += len(batch)
+        finally:
+            stop.set()  # on an error here, the worker stops too
+            while thread.is_alive():
+                try:
+                    handed.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            bar.close()
+    if failure:
+        raise failure[0]
+    if getattr(stop, "by_signal", False):
+        report.interrupted, report.not_embedded = True, len(papers) - committed
+    for k, v in phases.items():
+        report.phases[k] = report.phases.get(k, 0.0) + v
+    report.phases["embed_and_write_s"] = time.perf_counter() - started
     return embedded
+
+
+def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int, stop: object,
+                 phases: dict[str, float], advance) -> object:  # noqa: ANN001 - numpy array or None
+    """Vectors of the nodes' embedded texts, in node order, or None when `stop` was set meanwhile.
+
+    Texts are sorted by length and batched, so each batch is padded only to its own longest text (the ONNX
+    embedder sorts by token count; others by characters, through their own batch call)."""
+    import numpy as np
+    from llama_index.core.schema import MetadataMode
+
+    texts = [n.get_content(MetadataMode.EMBED) for n in nodes]
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    t = time.perf_counter()
+    if hasattr(embedder, "encode_ids"):
+        ids = embedder.encode_ids(texts)
+        key = [len(i) for i in ids]
+        run = lambda rows: embedder.run_batch([ids[r] for r in rows])  # noqa: E731
+    else:
+        key = [len(x) for x in texts]
+        run = lambda rows: np.asarray(embedder.get_text_embedding_batch([texts[r] for r in rows]))  # noqa: E731
+    phases["tokenize_s"] += time.perf_counter() - t
+    order = sorted(range(len(texts)), key=key.__getitem__)
+    out = None
+    for start in range(0, len(order), batch_size):
+        if stop.is_set():
+            return None
+        rows = order[start:start + batch_size]
+        t = time.perf_counter()
+        vecs = np.asarray(run(rows), dtype=np.float32)
+        phases["embed_s"] += time.perf_counter() - t
+        if out is None:
+            out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+        out[rows] = vecs
+        advance(len(rows) / len(texts), len(rows))
+    return out
+
+
+def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vectors: object, chunking: str,
+                 phases: dict[str, float]) -> int:
+    """Replace the batch's papers in the store: old chunks out, new chunks in, catalog records last."""
+    t = time.perf_counter()
+    store.delete_chunks_of([p.paper_id for p in batch])
+    by_paper: dict[str, list[list[float]]] = {}
+    for n, v in zip(nodes, vectors):
+        n.embedding = v.tolist()
+        by_paper.setdefault(n.metadata["paper_id"], []).append(n.embedding)
+    for i in range(0, len(nodes), ROWS_PER_WRITE):
+        store.vector_store.add(nodes[i:i + ROWS_PER_WRITE])
+    phases["write_chunks_s"] += time.perf_counter() - t
+    t = time.perf_counter()
+    store.write_catalog([_entry(p, len(by_paper[p.paper_id]), chunking) for p in batch],
+                        [_mean_vector(by_paper[p.paper_id]) for p in batch])
+    phases["write_catalog_s"] += time.perf_counter() - t
+    return len(nodes)
+
+
+class _stop_on_sigint:  # noqa: N801 - used as a context manager
+    """While embedding: the first Ctrl-C asks the worker to stop after its current model call (the CLI then says
+    how to resume); a second one interrupts at once (still safe: catalog records follow their chunks)."""
+
+    def __init__(self, stop: object) -> None:
+        self.stop = stop
+        self.previous = None
+
+    def __enter__(self) -> _stop_on_sigint:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum: int, frame: object) -> None:
+                if self.stop.is_set():
+                    raise KeyboardInterrupt
+                self.stop.by_signal = True
+                self.stop.set()
+                print("\nstopping after the current batch (Ctrl-C again to stop at once)...", file=sys.stderr)
+
+            self.previous = signal.signal(signal.SIGINT, handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 def _rewrite_metadata(store: Store, papers: list[Paper], chunking: str) -> None:

@@ -188,7 +188,7 @@ class Retriever:
         if self._embedder is None:
             from rag.embed import query_embedder_for
 
-            self._embedder = query_embedder_for(self.settings)
+            self._embedder = query_embedder_for(self.settings, self.store.embed_runtime)
         return self._embedder
 
     def _refresh(self) -> None:

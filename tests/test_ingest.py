@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rag.ingest import ingest
-from rag.store import Store
+import pytest
 
-from .conftest import ABSTRACTS, make_settings, write_jsonl
+from rag.ingest import ingest
+from rag.store import Store, StoreError
+
+from .conftest import ABSTRACTS, ROOT, make_settings, write_jsonl
 
 
 def catalog(settings):  # noqa: ANN001, ANN201
@@ -133,3 +135,105 @@ def test_interrupted_ingest_is_repaired(tmp_path: Path, tiny_corpus: Path, count
     assert report.repaired == 1 and pid in report.added
     assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
     assert len(store.catalog()) == 3
+
+
+def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Path, embedder) -> None:  # noqa: ANN001
+    from rag.embed import ingest_embedder_for
+    from rag.retrieve import Retriever
+
+    s = make_settings(tmp_path / "data", embed_runtime="onnx-int8")
+    first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
+    assert first.embed_runtime.startswith("int8:") and Store.open(s).embed_runtime == first.embed_runtime
+    assert Retriever(s).embedder.runtime == first.embed_runtime, "questions are embedded as the chunks were"
+    extra = write_jsonl(tmp_path / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    with pytest.raises(StoreError, match=r"`papers ingest --rebuild`.*PAPERS_EMBED_RUNTIME=onnx-int8"):
+        ingest(s, [extra], embedder=embedder, progress=False)  # torch, fp32 vectors
+    assert len(catalog(s)) == 3 and Store.open(s).chunks.count() == first.chunks_embedded, "nothing mixed in"
+    rebuilt = ingest(s, [tiny_corpus, extra], rebuild=True, embedder=embedder, progress=False)
+    assert rebuilt.embed_runtime.startswith("fp32:") and rebuilt.total_papers == 4
+    assert not getattr(Retriever(s).embedder, "runtime", "").startswith("int8")
+
+
+def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from rag.cli import app
+
+    monkeypatch.setenv("PAPERS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PAPERS_ENV_FILE", "/dev/null")
+    monkeypatch.setenv("PAPERS_EMBED_RUNTIME", "onnx-int8")
+    runner = CliRunner()
+    first = runner.invoke(app, ["ingest", "--json", str(tiny_corpus)])
+    assert first.exit_code == 0, first.output
+    d = json.loads(first.stdout)
+    assert d["embed_runtime"].startswith("int8:") and d["interrupted"] is False and d["not_embedded"] == 0
+    assert {"open_store_s", "scan_s", "load_model_s", "chunk_s", "tokenize_s", "embed_s", "write_chunks_s",
+            "write_catalog_s", "embed_and_write_s", "local_index_s"} <= set(d["phases"])
+    assert d["phases"]["embed_s"] > 0 and d["phases"]["embed_and_write_s"] <= d["seconds"]
+    write_jsonl(tiny_corpus / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    monkeypatch.setenv("PAPERS_EMBED_RUNTIME", "torch")
+    refused = runner.invoke(app, ["ingest", str(tiny_corpus)])
+    assert refused.exit_code == 1
+    assert "papers ingest --rebuild" in refused.output and "PAPERS_EMBED_RUNTIME=onnx-int8" in refused.output
+
+
+def test_progress_bar_shows_rates(tmp_path: Path, tiny_corpus: Path, counting_embedder, capfd) -> None:  # noqa: ANN001
+    report = ingest(make_settings(tmp_path / "data"), [tiny_corpus], embedder=counting_embedder, progress=True)
+    err = capfd.readouterr().err
+    assert "3/3" in err and "paper/s" in err and "chunks/s" in err, err
+    assert report.phases["embed_s"] > 0 and all(v >= 0 for v in report.phases.values())
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> None:
+    """A real SIGINT to a real `papers ingest`: it exits 130 saying how to resume, keeps what it wrote, and the
+    next ingest embeds only the rest."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rag.settings import Settings
+
+    PAPERS_PER_BATCH = Settings.model_fields["ingest_batch_papers"].default
+
+    n = PAPERS_PER_BATCH * 3
+    corpus = write_jsonl(tmp_path / "many.jsonl", [
+        {"id": f"p{i}", "abstract": f"We study method M{i} for task T{i % 17}. It improves accuracy by "
+                                    f"{i % 9}.{i % 7}% on benchmark B{i}."} for i in range(n)])
+    env = {**os.environ, "PAPERS_DATA_DIR": str(tmp_path / "data"), "PAPERS_ENV_FILE": "/dev/null",
+           "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    cmd = [sys.executable, "-m", "rag.cli", "ingest", "--json", "--progress", str(corpus)]
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 900
+        # Wait until the first batch is embedded (handed to the writer) and the second is under way.
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = [int(x) for x in re.findall(rf"(\d+)/{n} \[", err_path.read_text())]
+            if done and max(done) > PAPERS_PER_BATCH + 4:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, err_path.read_text()[-2000:]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err_path.read_text()[-2000:]
+    assert "run `papers ingest` again to resume" in err_path.read_text()
+    first = json.loads(out)
+    assert first["interrupted"] is True and 0 < first["not_embedded"] < n
+    settings = make_settings(tmp_path / "data")
+    store = Store.open(settings)
+    kept = store.catalog()
+    assert len(kept) == n - first["not_embedded"] >= PAPERS_PER_BATCH
+    assert store.chunks.count() == sum(e.n_chunks for e in kept.values()), "no half-written paper"
+
+    again = subprocess.run(cmd[:-2] + [str(corpus)], env=env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    second = json.loads(again.stdout)
+    assert len(second["added"]) == first["not_embedded"] and second["unchanged"] == len(kept)
+    assert second["total_papers"] == n and second["interrupted"] is False
+    store = Store.open(settings)
+    assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
