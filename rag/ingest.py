@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from llama_index.core.schema import BaseNode, Document
 
 SPLITTER_VERSION = "w1"
-LABELS_VERSION = "l1"  # bump when the label extractor changes: labels are part of the embedded text
+LABELS_VERSION = "l2"  # bump when the label extractor changes: labels are part of the embedded text
 PAPERS_PER_BATCH = 512  # papers per pipeline run (chunks are sorted by length within a run) and per commit
 CHUNK_META_KEYS = ("paper_id", "label", "source", "position")
 
