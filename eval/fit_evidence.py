@@ -59,6 +59,7 @@ class Item:
     rationale: dict[str, list[str]]  # SciFact: paper id -> normalised gold sentences
     key_facts: list[str]
     answerable: bool
+    kind: str = ""
     fold: int = 0
 
 
@@ -78,7 +79,7 @@ def collect_seed(assistant: Any, path: Path) -> list[Item]:
     out = []
     for q in load_questions(path):
         r = assistant.retriever.complete(assistant.retriever.retrieve(q.question))
-        out.append(Item("seed", q.id, q.question, r, set(q.gold), {}, q.key_facts, q.answerable))
+        out.append(Item("seed", q.id, q.question, r, set(q.gold), {}, q.key_facts, q.answerable, q.type))
     return out
 
 
@@ -169,7 +170,7 @@ def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base:
     PX, Py, Pw = np.asarray(PX), np.asarray(Py), np.asarray(Pw) * len(Py)
     p_w, p_b = _logit(PX, Py, Pw, LogisticRegression)
     c.paper_weights, c.paper_bias = dict(zip(PAPER_FEATURES, p_w)), p_b
-    c.abstain_below = choose_abstention(train, c, vocabs, embeds)
+    choose_decisions(train, c, vocabs, embeds)
     return c
 
 
@@ -221,27 +222,58 @@ def measure(items: list[Item], constants: Any, vocabs: dict[str, Any], embeds: d
                 add("cites_gold", gold_citations(cited, list(it.gold_papers))[0] if not a.abstained else 0.0)
                 add("correctness", correctness(it.key_facts, a.answer, a.abstained)[0])
                 add("answered", float(not a.abstained))
+                if it.kind == "multi":
+                    hit = len(set(cited) & it.gold_papers)
+                    add("multi_f1", 2 * hit / (len(set(cited)) + len(it.gold_papers)))
             else:
                 add("abstain_unanswerable", float(a.abstained))
     return {k: round(sum(v) / len(v), 4) for k, v in out.items()}
 
 
-def choose_abstention(train: list[Item], c: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> float:
-    """The largest grid threshold whose wrong abstentions on SciFact claims with evidence stay <= 4%, among
-    those, the best balance of answering the seed's answerable and abstaining on its unanswerable ones."""
+def _grid(c: Any, name: str, values: list[Any], items: list[Item], key: Any, vocabs: dict[str, Any],
+          embeds: dict[str, Any]) -> None:
+    """Set c.<name> to the grid value with the highest key(measure) on the items (ties: the earlier value)."""
     import copy
 
-    best, best_key = 0.0, None
-    for t in ABSTAIN_GRID:
+    best, best_key = getattr(c, name), None
+    for v in values:
         ct = copy.copy(c)
-        ct.abstain_below = t
-        m = measure(train, ct, vocabs, embeds)
+        setattr(ct, name, v)
+        k = key(measure(items, ct, vocabs, embeds))
+        if k is not None and (best_key is None or k > best_key):
+            best, best_key = v, k
+    setattr(c, name, best)
+
+
+def choose_decisions(train: list[Item], c: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> None:
+    """The decision constants, one after another on a grid, each on the training items only:
+    1. lead with the retriever's first paper or the evidence's favourite: mean of SciFact cites-relevant and
+       seed cites-gold;
+    2. the document-frequency share above which a term is collection vocabulary, and 3. the paper
+       probability at which a list question cites a paper: the seed questions' mean of cites-gold,
+       correctness, abstention on unanswerable ones and the list questions' citation F1;
+    4. the abstention threshold: the largest whose wrong abstentions on SciFact claims with evidence stay
+       <= 4%; among those, the best balance of answering and abstaining on the seed questions."""
+    seed = [it for it in train if it.corpus == "seed"]
+
+    def both(m: dict[str, float]) -> float:
+        return sum(m.get(k, 0.0) for k in ("cites_relevant", "cites_gold")) / 2
+
+    def seed_key(m: dict[str, float]) -> float:
+        ks = ("cites_gold", "correctness", "abstain_unanswerable", "multi_f1")
+        return sum(m.get(k, 0.0) for k in ks) / len(ks)
+
+    _grid(c, "primary_by_evidence", [False, True], train, both, vocabs, embeds)
+    _grid(c, "common_share", [0.05, 0.1, 0.15, 0.2, 0.3], seed, seed_key, vocabs, embeds)
+    _grid(c, "multi_paper_at", [0.1, 0.2, 0.3, 0.4, 0.5], [it for it in seed if it.kind == "multi"],
+          lambda m: m.get("multi_f1"), vocabs, embeds)
+
+    def abstain_key(m: dict[str, float]) -> float | None:
         if m.get("wrong_abstention", 0.0) > MAX_WRONG_ABSTAIN:
-            break
-        key = (m.get("answered", 1.0) + m.get("abstain_unanswerable", 0.0)) / 2
-        if best_key is None or key >= best_key:
-            best, best_key = t, key
-    return best
+            return None
+        return (m.get("answered", 1.0) + m.get("abstain_unanswerable", 0.0)) / 2 + 1e-3 * m.get("answered", 1.0)
+
+    _grid(c, "abstain_below", ABSTAIN_GRID, train, abstain_key, vocabs, embeds)
 
 
 def naive(items: list[Item]) -> dict[str, float]:

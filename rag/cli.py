@@ -177,26 +177,40 @@ def ask(
 
 @app.command()
 def cite(
-    query: str = typer.Argument(..., help="A method name, claim or topic."),
+    query: str = typer.Argument(..., help="A method name, claim or topic, or - to read one query per line from stdin."),
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per query."),
 ) -> None:
-    """Citation lookup: which papers match a method name, claim or topic."""
+    """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
     from rag.qa import QuestionError
 
     assistant = _assistant(_settings())
-    try:
-        hits = assistant.cite(query, k=k)
-    except QuestionError as e:
-        _fail(str(e), 2)
-        return
-    if json_out:
-        typer.echo(json.dumps({"query": query, "results": [h.__dict__ for h in hits]}, ensure_ascii=False))
-        return
-    for i, h in enumerate(hits, 1):
-        typer.echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
-        typer.echo(f"   “{h.sentence}”")
-        typer.echo(f"   ref: {h.reference}")
+    queries = [line for line in sys.stdin.read().splitlines() if line.strip()] if query == "-" else [query]
+    failed = False
+    for q in queries:
+        try:
+            hits = assistant.cite(q, k=k)
+        except QuestionError as e:
+            failed = True
+            if json_out:
+                typer.echo(json.dumps({"query": q, "error": str(e)}, ensure_ascii=False))
+            else:
+                typer.echo(f"error: {e}", err=True)
+            continue
+        if json_out:
+            typer.echo(json.dumps({"query": q, "results": [h.__dict__ for h in hits]}, ensure_ascii=False))
+            continue
+        if len(queries) > 1:
+            typer.echo(f"Q: {q}")
+        for i, h in enumerate(hits, 1):
+            typer.echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f}, "
+                       f"{h.strength} match)")
+            typer.echo(f"   “{h.sentence}”")
+            typer.echo(f"   ref: {h.reference}")
+        if len(queries) > 1:
+            typer.echo("")
+    if failed and len(queries) == 1:
+        raise typer.Exit(2)
 
 
 @app.command("list")

@@ -49,6 +49,8 @@ class Constants:
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
     strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above, 'weak' down to abstain_below
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
+    multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
+    primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,8 @@ class Vocabulary:
         self._idf: dict[str, float] = {}
         self._share: dict[str, float] = {}
         self._paper_of_row = None
+        self._keys: list[str] | None = None
+        self._unseen: dict[str, bool] = {}
         self.max_idf = math.log(max(2, index.size if index is not None else 2) + 1.0)
 
     def idf(self, words: set[str] | list[str]) -> dict[str, float]:
@@ -107,34 +111,53 @@ class Vocabulary:
         """idf scaled to [0, 1] by the idf of a word no chunk contains."""
         return min(1.0, self.idf([word])[word] / self.max_idf)
 
+    def _keys_with_prefix(self, prefix: str) -> list[str]:
+        """Indexed tokens starting with a stem: "qwen" finds "qwen3", "llm" finds "llms" (BM25 tokens split
+        on punctuation and keep digits, so a name is often only a prefix of the indexed token)."""
+        import bisect
+
+        if self._keys is None:
+            self._keys = sorted(self.index.bm25.vocab_dict) if self.index is not None else []
+        i = bisect.bisect_left(self._keys, prefix)
+        out = []
+        while i < len(self._keys) and self._keys[i].startswith(prefix):
+            out.append(self._keys[i])
+            i += 1
+        return out
+
     def unseen(self, word: str) -> bool:
-        return self.rarity(word) >= 0.999
+        """No indexed token starts with this stem: the corpus never uses the word."""
+        if word not in self._unseen:
+            self._unseen[word] = self.index is not None and len(word) >= 2 and not self._keys_with_prefix(word)
+        return self._unseen[word]
 
     def paper_share(self, token: str) -> float:
-        """Share of indexed papers whose chunks contain the token's stem (0 when unknown)."""
+        """Share of indexed papers whose chunks contain a token starting with the token's stem (0 if none)."""
         st = stem(token.lower())
         if st in self._share:
             return self._share[st]
         share = 0.0
         idx = self.index
-        if idx is not None and idx.papers:
+        if idx is not None and idx.papers and len(st) >= 2:
             import numpy as np
 
-            i = idx.bm25.vocab_dict.get(st)
-            if i is not None:
-                if self._paper_of_row is None:
-                    order = {pid: n for n, pid in enumerate(dict.fromkeys(idx.paper_ids))}
-                    self._paper_of_row = np.asarray([order[p] for p in idx.paper_ids])
-                indptr, indices = idx.bm25.scores["indptr"], idx.bm25.scores["indices"]
-                rows = np.asarray(indices[indptr[i]:indptr[i + 1]])
-                share = len(np.unique(self._paper_of_row[rows])) / len(idx.papers)
+            if self._paper_of_row is None:
+                order = {pid: n for n, pid in enumerate(dict.fromkeys(idx.paper_ids))}
+                self._paper_of_row = np.asarray([order[p] for p in idx.paper_ids])
+            indptr, indices = idx.bm25.scores["indptr"], idx.bm25.scores["indices"]
+            rows = [np.asarray(indices[indptr[i]:indptr[i + 1]])
+                    for i in (idx.bm25.vocab_dict[k] for k in self._keys_with_prefix(st))]
+            if rows:
+                share = len(np.unique(self._paper_of_row[np.concatenate(rows)])) / len(idx.papers)
         self._share[st] = share
         return share
 
     def common(self, token: str, constants: Constants | None = None) -> bool:
         """A term shared by many papers ("LLM" in an NLP corpus, "cells" in a biology one) names none of them."""
         c = constants or current_constants()
-        return self.paper_share(token) > c.common_share
+        n = len(self.index.papers) if self.index is not None else 0
+        share = self.paper_share(token)
+        return share > c.common_share and share * n >= 2  # one paper's word is never shared vocabulary
 
 
 _VOCABS: dict[int, Vocabulary] = {}

@@ -93,16 +93,17 @@ def _drop_definitions(sentence: str) -> str:
     return out
 
 
-def _names_something(sentence: str, label: str, vocab: Vocabulary) -> bool:
+def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str = "") -> bool:
     """Does the sentence name a model, benchmark or dataset (other than the paper's own label)?
 
     An acronym being defined ("Vision-Language Models (VLMs)") names a concept, and so does a term most of
     the collection's papers use.
     """
     label_n = _norm(label)
+    asked = {_norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}  # the question's own words
     sentence = _drop_definitions(sentence)
     for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", sentence)[1:]:
-        if _norm(w) == label_n or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
+        if _norm(w) in (label_n, *asked) or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
             continue
         if is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w):
             return True
@@ -152,8 +153,17 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
         focus = [p for p in papers if all(_present(t, [p]) for t in info.specific)]
         if len(focus) > 2:
             focus = []  # a term many retrieved papers share narrows nothing
-    pool = focus if focus and not info.multi else papers
     names = {p.paper_id: _name_used(question, p.label) for p in focus}
+    if info.shape == "comparison" and not info.multi:
+        # "Compare A and B" where B is not a label: the first retrieved paper that uses the name B.
+        for t in info.specific:
+            if any(mentions(t, p.label) for p in focus):
+                continue
+            holder = next((p for p in papers if _present(t, [p])), None)
+            if holder is not None and holder not in focus:
+                focus.append(holder)
+                names[holder.paper_id] = t
+    pool = focus if focus and not info.multi else papers
     qt = question_terms(question, pool, vocab, info.shape == "definition", {k: v for k, v in names.items() if v})
     cands = candidates(question, pool, vocab, qt, c, embed, retrieval.query_vector) if pool else []
     cands.sort(key=lambda x: x.prob, reverse=True)
@@ -188,7 +198,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     if info.wants_number:
         return _numeric(info, cands, focus_terms, c)
     if info.wants_names:
-        named = [x for x in cands if _names_something(x.sentence, "" if not focus else x.paper.label, vocab)
+        named = [x for x in cands if _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)
                  and info.attribute <= stems(x.sentence) | stems(x.paper.label)]
         if not named or named[0].prob < c.abstain_below:
             return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
@@ -245,18 +255,19 @@ def _in_order(quotes: list[Quote], cands: list[Candidate]) -> list[Quote]:
 
 
 def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c: Constants) -> Draft:
-    """The retriever's first paper (never fewer relevant citations than citing the top result), then every
-    further paper more likely relevant than not, each with its best sentence (two when both are likely)."""
+    """The lead paper (the retriever's first, or the one its evidence favours when the fit chose that), then
+    every further paper more likely relevant than not, in retrieval order, each with its best sentence (two
+    when both are likely evidence). The retriever's first paper is always among them, so the answer never
+    cites a relevant paper less often than citing the top result would."""
     probs = paper_probabilities(cands, c)
-    chosen = [p for i, p in enumerate(papers) if p.paper_id in probs and
-              (i == 0 or probs[p.paper_id] >= c.cite_paper_at)]
-    if not chosen or chosen[0] is not papers[0]:
-        chosen = [papers[0]] + [p for p in chosen if p is not papers[0]]
+    ranked = [p for p in papers if p.paper_id in probs]
+    lead = max(ranked, key=lambda p: probs[p.paper_id]) if c.primary_by_evidence else ranked[0]
+    chosen = [lead] + [p for p in ranked if p is not lead and (p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at)]
+    if info.lookup or info.wants_number:
+        chosen = chosen[:1] + [p for p in chosen[1:] if probs[p.paper_id] >= c.cite_paper_at]
     quotes: list[Quote] = []
     for p in chosen:
         own = [x for x in cands if x.paper is p]
-        if not own:
-            continue
         quotes.append(Quote(p, own[0].sentence))
         if len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
             quotes.append(Quote(p, own[1].sentence))
@@ -284,17 +295,19 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
 
 
 def _multi(info: QuestionInfo, cands: list[Candidate], c: Constants) -> Draft:
-    """Every retrieved paper whose evidence passes, not just the first: more likely relevant than not, or
-    holding every name the question asks about ("which papers use GRPO?")."""
+    """Every retrieved paper whose evidence passes, not just the first: likely relevant (the fitted list
+    threshold), or holding every name the question lists by ("which papers use GRPO?")."""
+    from rag.question import _specific_tokens
+
     probs = paper_probabilities(cands, c)
     best_per_paper: dict[str, Candidate] = {}
     for x in cands:
         best_per_paper.setdefault(x.paper.paper_id, x)
-    key_terms = list(info.specific)
+    key_terms = _specific_tokens(info.text)  # names, however common: they are the list's criterion
     quotes = []
     for x in sorted(best_per_paper.values(), key=lambda x: x.rank):
         has_key = bool(key_terms) and all(_present(t, [x.paper]) for t in key_terms)
-        if x.rank == 0 or has_key or (not key_terms and probs[x.paper.paper_id] >= c.cite_paper_at):
+        if x.rank == 0 or has_key or probs[x.paper.paper_id] >= c.multi_paper_at:
             quotes.append(Quote(x.paper, x.sentence))
     summary = "Matching papers" if len(quotes) > 1 else None
     return Draft(quotes, summary=summary)

@@ -84,6 +84,10 @@ def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str |
             if any(stem(x) in LOOKUP_NOUNS for x in rest[len(words) + 1:len(words) + 3]):
                 return [], None  # "which label-free RL method ...": a lookup
             return words, "names"  # "which base LLM ..."
+        if any(c.isupper() for c in w[1:]) and not words:
+            nxt = re.findall(r"[\w'-]+", m.group(2))[1:2]
+            if nxt and stem(nxt[0].lower()) in NAME_NOUNS:
+                return [], "names"  # "which I2V backbones ...": a name-like modifier of a noun asking for names
         if low in AUX_WORDS or low in STOPWORDS and low not in NUMBER_WORDS or any(c.isupper() for c in w[1:]):
             break
         words.append(low)
@@ -191,7 +195,9 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     lookup = multi or bool(_LOOKUP_RE.search(q))
     phrase, asks = _wh_phrase(q, common)
     wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"
-    wants_names = asks == "names" and not wants_number and not multi
+    shape = question_shape(q)
+    wants_names = asks == "names" and not wants_number and not multi and shape == "question"
+    wants_number = wants_number and shape != "definition"
     content = {stem(t) for t in terms(q)} - FRAME_WORDS
     units: set[str] = set()
     m = _UNIT_AFTER_RE.search(q)
@@ -206,4 +212,4 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
              if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
     return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
                         wants_names=wants_names, content=content, specific=_specific_tokens(q, common), units=units,
-                        attribute=attribute, shape=question_shape(q))
+                        attribute=attribute, shape=shape)
