@@ -264,7 +264,7 @@ def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c
     lead = max(ranked, key=lambda p: probs[p.paper_id]) if c.primary_by_evidence else ranked[0]
     chosen = [lead] + [p for p in ranked if p is not lead and (p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at)]
     if info.lookup or info.wants_number:
-        chosen = chosen[:1] + [p for p in chosen[1:] if probs[p.paper_id] >= c.cite_paper_at]
+        chosen = chosen[:1] + [p for p in chosen[1:] if p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at]
     quotes: list[Quote] = []
     for p in chosen:
         own = [x for x in cands if x.paper is p]

@@ -192,7 +192,7 @@ class Assistant:
     def _extractive(self, question: str, retrieval: Retrieval) -> Answer:
         # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
         self.retriever.complete(retrieval)
-        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), embed=self._embed_cached)
+        draft = draft_answer(question, retrieval, vocab=self.vocabulary())
         return render_extractive(question, retrieval, draft, self.settings.unsupported)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:
@@ -237,7 +237,7 @@ class Assistant:
         retrieval = self.retriever.complete(self.retriever.retrieve(q, k=k))
         # The same evidence scorer as the answerer: each paper's best sentence and how strongly it matches.
         best: dict[str, tuple[float, str]] = {}
-        for c in evidence_for(q, retrieval, self.vocabulary(), embed=self._embed_cached):
+        for c in evidence_for(q, retrieval, self.vocabulary()):
             if c.prob > best.get(c.paper.paper_id, (-1.0, ""))[0]:
                 best[c.paper.paper_id] = (c.prob, c.sentence)
         out = []
