@@ -77,6 +77,8 @@ def names_in(sentence: str) -> list[str]:
     out = []
     for w in re.findall(r"[A-Za-z][\w.+\-]*[\w+]", sentence):
         core = w.strip(".-")
+        if core.endswith("s") and core[:-1].isupper():
+            continue  # "LLMs", "VLMs": a plural acronym names a kind of thing, not one model or benchmark
         has_digit_name = core[0].isupper() and any(c.isdigit() for c in core)
         if is_coined(core) or has_digit_name:
             out.append(core)

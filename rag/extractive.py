@@ -172,14 +172,15 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
 
 def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None = None,
                  vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
-                 constants: Constants | None = None) -> Draft:
-    """Choose the quotes that answer the question, or the reason to abstain."""
+                 constants: Constants | None = None, prepared: Prepared | None = None) -> Draft:
+    """Choose the quotes that answer the question, or the reason to abstain (`prepared`: the question
+    already read and scored, as the fitting script reuses it across constants)."""
     c = constants or current_constants()
     vocab = vocab or Vocabulary(None)
     papers = retrieval.papers
     if not papers:
         return Draft([], prompts.ABSTAIN_NO_PAPERS)
-    pr = prepare(question, retrieval, vocab, c, embed, info)
+    pr = prepared or prepare(question, retrieval, vocab, c, embed, info)
     info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
         return Draft([], prompts.ABSTAIN_NO_MATCH)
@@ -207,7 +208,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     best = cands[0]
     if not focus:
         words = list(info.words)
-        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi:
+        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
             # A short topic question ("paper on quantum machine learning") must find its rarest word.
             idf = vocab.idf(words)
             rarest = max(words, key=lambda w: idf[w])

@@ -197,7 +197,9 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"
     shape = question_shape(q)
     wants_names = asks == "names" and not wants_number and not multi and shape == "question"
-    wants_number = wants_number and shape != "definition"
+    # A statement to verify (a claim) asks for support, not for a figure or a list of names.
+    wants_number = wants_number and shape not in ("definition", "claim")
+    wants_names = wants_names and shape != "claim"
     content = {stem(t) for t in terms(q)} - FRAME_WORDS
     units: set[str] = set()
     m = _UNIT_AFTER_RE.search(q)
