@@ -132,6 +132,8 @@ def question_shape(question: str) -> str:
     Read from the question's grammar (question words, "stand for", "compare"), the same on any corpus.
     """
     q = question.strip()
+    if not q.endswith("?") and not _WH_START_RE.search(q) and len(q.split()) >= 4:
+        return "claim"  # a statement ("X is higher in A compared to B") is verified, whatever words it uses
     if _COMPARISON_RE.search(q):
         return "comparison"
     if _DEFINITION_RE.search(q):
@@ -140,8 +142,6 @@ def question_shape(question: str) -> str:
         return "contribution"
     if _LIMITATION_RE.search(q) and (_WH_START_RE.search(q) or q.endswith("?")):
         return "limitation"
-    if not q.endswith("?") and not _WH_START_RE.search(q) and len(q.split()) >= 4:
-        return "claim"
     return "question"
 
 
