@@ -73,6 +73,19 @@ def _name_used(question: str, label: str) -> str:
     return ""
 
 
+FEW_PAPERS = 3  # a name matched in a question picks out its paper only if at most this many papers use it
+
+
+def _names_few(key: str, vocab: Vocabulary) -> bool:
+    """Does a label matched in a question name its paper, rather than a topic many papers share? A topic
+    label ("DNA damage") matched in a claim about DNA damage is not the claim naming that paper."""
+    n = len(vocab.index.papers) if vocab.index is not None else 0
+    words = re.findall(r"[A-Za-z0-9]{2,}", key)
+    if not n or not words:
+        return True
+    return min(vocab.paper_share(w) for w in words) * n <= FEW_PAPERS
+
+
 def _present(token: str, papers: list[PaperHit]) -> bool:
     t = _norm(token)
     return any(t and (t in _norm(p.text) or t in _norm(p.label) or t in _norm(p.title)) for p in papers)
@@ -146,7 +159,7 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
     c = constants
     info = info or analyse(question, lambda t: vocab.common(t, c))
     papers = retrieval.papers
-    focus = [p for p in papers if mentions(question, p.label)]
+    focus = [p for p in papers if mentions(question, p.label) and _names_few(_name_used(question, p.label), vocab)]
     focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in re.findall(r"[\w-]+", k)}
     if not focus and info.specific and not info.multi:
         # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it.
