@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "eval" / "fitted" / "evidence.json"
-ABSTAIN_GRID = [0.0, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.13, 0.16, 0.2, 0.25, 0.3]
+ABSTAIN_GRID = [0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.13, 0.16, 0.2, 0.25, 0.3]
 MAX_WRONG_ABSTAIN = 0.04
 FOLDS = 5
 
@@ -128,10 +128,8 @@ def sentence_labels(item: Item, cands: list[Any]) -> list[int | None]:
     return labels
 
 
-def features_of(item: Item, vocab: Any, constants: Any, embed: Any) -> list[Any]:
-    from rag.extractive import prepare
-
-    return prepare(item.question, item.retrieval, vocab, constants, embed).cands
+def features_of(item: Item, vocabs: dict[str, Any], constants: Any, embeds: dict[str, Any]) -> list[Any]:
+    return _prepared(item, constants, vocabs, embeds).cands
 
 
 def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base: Any) -> Any:
@@ -145,7 +143,7 @@ def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base:
     per_item = []
     total = {c: sum(1 for it in train if it.corpus == c) for c in ("seed", "scifact")}
     for it in train:
-        cands = features_of(it, vocabs[it.corpus], base, embeds[it.corpus])
+        cands = list(features_of(it, vocabs, base, embeds))
         labels = sentence_labels(it, cands)
         per_item.append((it, cands))
         keep = [(c, lab) for c, lab in zip(cands, labels) if lab is not None]
@@ -187,13 +185,44 @@ def _logit(X: Any, y: Any, w: Any, cls: Any) -> tuple[list[float], float]:
     return [round(float(v), 5) for v in coef], round(bias, 5)
 
 
+_PREPARED: dict[tuple[str, str, float], Any] = {}
+
+
+def _prepared(item: Item, constants: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> Any:
+    """The item read and featurised once per vocabulary threshold; only the probabilities change per fit."""
+    from rag.evidence import _score
+    from rag.extractive import prepare
+
+    key = (item.corpus, item.qid, constants.common_share)
+    pr = _PREPARED.get(key)
+    if pr is None:
+        pr = _PREPARED[key] = prepare(item.question, item.retrieval, vocabs[item.corpus], constants,
+                                      embeds[item.corpus])
+    _score(pr.cands, constants)
+    pr.cands.sort(key=lambda x: x.prob, reverse=True)
+    return pr
+
+
 def answer(item: Item, constants: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> Any:
+    """The Answer `papers ask` would give (seed), or a light stand-in with its citations (SciFact)."""
+    from types import SimpleNamespace
+
     from rag.extractive import draft_answer
     from rag.qa import render_extractive
 
     draft = draft_answer(item.question, item.retrieval, vocab=vocabs[item.corpus], embed=embeds[item.corpus],
-                         constants=constants)
-    return render_extractive(item.question, item.retrieval, draft, "mark")
+                         constants=constants, prepared=_prepared(item, constants, vocabs, embeds))
+    if item.corpus == "seed":
+        return render_extractive(item.question, item.retrieval, draft, "mark")
+    order: list[str] = []
+    quotes: dict[str, list[str]] = {}
+    for q in draft.quotes:
+        if q.paper.paper_id not in quotes:
+            order.append(q.paper.paper_id)
+        quotes.setdefault(q.paper.paper_id, []).append(q.sentence)
+    abstained = bool(draft.abstention) or not draft.quotes
+    cites = [] if abstained else [SimpleNamespace(paper_id=p, quote=" … ".join(quotes[p])) for p in order]
+    return SimpleNamespace(citations=cites, abstained=abstained, answer=draft.abstention or "")
 
 
 def measure(items: list[Item], constants: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> dict[str, float]:
