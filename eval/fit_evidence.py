@@ -155,6 +155,7 @@ def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base:
     s_w, s_b = _logit(X, y, w, LogisticRegression)
     sentence_weights = dict(zip(SENTENCE_FEATURES, s_w))
     c = Constants(sentence_weights, s_b, {}, 0.0, 0.0)
+    c.weak_at = round(float(np.average(y, weights=w)), 5)  # prior share of evidence sentences
     PX, Py, Pw = [], [], []
     from rag.evidence import _score
 

@@ -47,7 +47,8 @@ class Constants:
     abstain_below: float        # best sentence probability under which the answer abstains
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
-    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above, 'weak' down to abstain_below
+    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
+    weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
     multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
     primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
@@ -371,4 +372,4 @@ def paper_probabilities(cands: Sequence[Candidate], constants: Constants | None 
 def strength(prob: float, constants: Constants | None = None) -> str:
     """'strong', 'weak' or 'none' for a lookup's best sentence, on the fitted thresholds."""
     c = constants or current_constants()
-    return "strong" if prob >= c.strong_at else "weak" if prob >= c.abstain_below else "none"
+    return "strong" if prob >= c.strong_at else "weak" if prob >= max(c.weak_at, c.abstain_below) else "none"
