@@ -205,7 +205,8 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     missing = [t for t in info.specific if not any(mentions(t, p.label) for p in focus) and not _present(t, pool)
                and (focus or info.shape == "comparison" or
                     (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
-                     and cands[0].prob < c.strong_at))]
+                     and (cands[0].prob < c.strong_at or len(info.words) <= SHORT_QUESTION_WORDS
+                          or info.shape in ("definition", "contribution", "limitation"))))]
     if missing:
         return _abstain(prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
 
@@ -221,7 +222,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     best = cands[0]
     if not focus:
         words = list(info.words)
-        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
+        if words and len(words) <= SHORT_QUESTION_WORDS and info.shape != "claim":
             # A short topic question ("paper on quantum machine learning") must find its rarest word.
             idf = vocab.idf(words)
             rarest = max(words, key=lambda w: idf[w])
