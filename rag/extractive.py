@@ -222,7 +222,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     best = cands[0]
     if not focus:
         words = list(info.words)
-        if words and len(words) <= SHORT_QUESTION_WORDS and info.shape != "claim":
+        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
             # A short topic question ("paper on quantum machine learning") must find its rarest word.
             idf = vocab.idf(words)
             rarest = max(words, key=lambda w: idf[w])

@@ -94,7 +94,7 @@ def test_claim_cites_the_paper_that_states_it(synthetic) -> None:
 
 
 def test_off_topic_question_abstains_and_names_the_closest_papers(synthetic) -> None:
-    a = synthetic.ask("Which paper studies coral reefs?")
+    a = synthetic.ask("Is there a paper about coral reefs?")
     assert a.abstained and a.answer.startswith(ABSTAIN_PREFIX) and not a.citations
     assert ABSTAIN_CLOSEST in a.answer and a.answer.count("\n- ") >= 1
 
