@@ -106,6 +106,8 @@ def answer_claims(answer: Answer) -> list[Claim]:
     numbered as its sources were: the retrieved papers in order. An extractive answer is judged as shown.
     Abstention sentences and lines without words ('<<<', '1.') state nothing and are left out.
     """
+    if answer.abstained and answer.mode == "extractive":
+        return []  # an abstention states nothing; the closest papers it lists are pointers, not claims
     if answer.mode == "llm" and answer.raw_answer is not None:
         text = answer.raw_answer
         number_to_id = {n: r.paper_id for n, r in enumerate(answer.retrieved, 1)}

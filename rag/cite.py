@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from rag import prompts
-from rag.labels import FIELD_TERMS, is_coined
+from rag.labels import is_coined
 from rag.schema import SentenceCheck
 from rag.text import numbers, split_sentences
 
@@ -87,10 +87,10 @@ def names_in(sentence: str) -> list[str]:
     out = []
     for w in re.findall(r"[A-Za-z][\w.+\-]*[\w+]", sentence):
         core = w.strip(".-")
-        if core in FIELD_TERMS or core.rstrip("s") in FIELD_TERMS:
-            continue
+        if core.endswith("s") and core[:-1].isupper():
+            continue  # "LLMs", "VLMs": a plural acronym names a kind of thing, not one model or benchmark
         has_digit_name = core[0].isupper() and any(c.isdigit() for c in core)
-        if is_coined(core) or has_digit_name or core in ("GRPO", "PPO", "DPO", "GPT", "BERT", "ImageNet", "Adam"):
+        if is_coined(core) or has_digit_name:
             out.append(core)
     return out
 

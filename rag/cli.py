@@ -226,42 +226,55 @@ def ask(
 
 @app.command()
 def cite(
-    query: str = typer.Argument(..., help="A method name, claim or topic."),
+    query: str = typer.Argument(..., help="A method name, claim or topic, or - to read one query per line from stdin."),
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per query."),
     fmt: Optional[str] = typer.Option(None, "--format",
                                       help="Print the matching papers as references: bibtex, ris or text."),
 ) -> None:
-    """Citation lookup: which papers match a method name, claim or topic."""
+    """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
     from rag.qa import QuestionError
     from rag.store import StoreError
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
     assistant = _assistant(_settings())
-    try:
-        hits = assistant.cite(query, k=k)
-    except QuestionError as e:
-        _fail(str(e), 2)
-        return
-    except StoreError as e:
-        _fail(str(e))
-        return
-    if fmt is not None:
-        _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
-        return
-    if json_out:
-        from rag.references import paper_fields
+    queries = [line for line in sys.stdin.read().splitlines() if line.strip()] if query == "-" else [query]
+    failed = False
+    for q in queries:
+        try:
+            hits = assistant.cite(q, k=k)
+        except QuestionError as e:
+            failed = True
+            if json_out:
+                typer.echo(_json_line({"query": q, "error": str(e)}))
+            else:
+                _echo(f"error: {e}", err=True)
+            continue
+        except StoreError as e:
+            _fail(str(e))
+            return
+        if fmt is not None:
+            _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
+            continue
+        if json_out:
+            from rag.references import paper_fields
 
-        entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
-        results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
-                                 if h.paper_id in entries else {}) for h in hits]
-        typer.echo(_json_line({"query": query, "results": results}))
-        return
-    for i, h in enumerate(hits, 1):
-        _echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} (score {h.score:.3f})")
-        _echo(f"   “{h.sentence}”")
-        _echo(f"   ref: {h.reference}")
+            entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
+            results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
+                                     if h.paper_id in entries else {}) for h in hits]
+            typer.echo(_json_line({"query": q, "results": results}))
+            continue
+        if len(queries) > 1:
+            _echo(f"Q: {q}")
+        for i, h in enumerate(hits, 1):
+            _echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} ({h.strength} match)")
+            _echo(f"   “{h.sentence}”")
+            _echo(f"   ref: {h.reference}")
+        if len(queries) > 1:
+            _echo("")
+    if failed and len(queries) == 1:
+        raise typer.Exit(2)
 
 
 REFERENCE_FORMATS = ("bibtex", "ris", "text")

@@ -1,45 +1,37 @@
 """The default answerer: no LLM, only sentences quoted from the retrieved abstracts, each with its citation.
 
-It picks the sentences that best answer the question (dense similarity of the sentence's chunk plus overlap
-with the question's content words), names the paper's label for lookups, cites every matching paper for
-questions that span papers, and abstains with a fixed sentence when the retrieved text does not contain what
-was asked: a term no abstract mentions, a number no sentence gives, names a sentence does not list, or no
-sentence close enough to the question.
+Which sentences, which papers and whether to answer at all come from the evidence scorer (rag/evidence.py:
+fitted probabilities that a sentence is evidence and that a paper is relevant). This module adds what the
+question's shape asks for, read from its grammar:
+- a paper the question names narrows the answer to that paper; a comparison quotes each named paper;
+- a definition ("what does X stand for") quotes the sentence that spells X out;
+- a contribution or limitation quotes the paper's two most probable evidence sentences;
+- a list question cites every paper whose evidence passes, not only the first;
+- any other question or claim cites the retriever's first paper and each further paper that is more likely
+  relevant than not.
+It abstains with a fixed sentence, naming the closest papers, when the retrieved text does not carry what
+was asked: a term the corpus never uses, a number no sentence gives, names no sentence lists, or no sentence
+likely enough to be evidence.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag import prompts
-from rag.labels import COMMON_NAMES, initials_match, is_coined
+from rag.evidence import Candidate, Constants, Vocabulary, candidates, current_constants, defines, \
+    paper_probabilities, question_terms
+from rag.labels import initials_match, is_coined
 from rag.question import QuestionInfo, analyse
 from rag.retrieve import PaperHit, Retrieval
-from rag.text import numbers, split_sentences, stem, stems
+from rag.text import numbers, stem, stems
 
-# Score of a sentence = cosine of its chunk with the question + LEX_WEIGHT * share of the question's content
-# words it contains. Thresholds were set on tests/data/dev_questions.jsonl (see benchmarks/calibrate.py).
-LEX_WEIGHT = 0.5
-MIN_SCORE = 0.42          # below this the best sentence does not answer the question
-MIN_COSINE = 0.32         # ... nor when its meaning is this far from the question (and no term anchors it)
-MULTI_MIN_SCORE = 0.45    # a further paper joins a multi-paper answer above this ...
-MULTI_RELATIVE = 0.75     # ... and above this share of the best paper's score
 SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
-MAX_SENTENCES = 2
-SECOND_SENTENCE_RELATIVE = 0.9
-
-
-@dataclass
-class Candidate:
-    paper: PaperHit
-    sentence: str
-    cosine: float
-    lexical: float
-
-    @property
-    def score(self) -> float:
-        return self.cosine + LEX_WEIGHT * self.lexical
+MAX_SENTENCES = 2         # quotes per paper
+CLOSEST_SHOWN = 3         # papers an abstention names
+CLOSEST_CHARS = 140       # ... with this much of their best sentence
 
 
 @dataclass
@@ -73,41 +65,30 @@ def mentions(question: str, label: str) -> bool:
     return any(re.search(r"(?<![\w-])" + re.escape(k.lower()) + r"(?![\w-])", q) for k in label_keys(label))
 
 
-def _weight(words: set[str], idf: dict[str, float]) -> float:
-    return sum(idf.get(w, 1.0) for w in words)
+def _name_used(question: str, label: str) -> str:
+    q = question.lower()
+    for k in label_keys(label):
+        if re.search(r"(?<![\w-])" + re.escape(k.lower()) + r"(?![\w-])", q):
+            return k
+    return ""
 
 
-def _candidates(info: QuestionInfo, papers: list[PaperHit], exclude: set[str],
-                idf: dict[str, float]) -> list[Candidate]:
-    """Every sentence of the pool papers, scored by its chunk's cosine and IDF-weighted word overlap."""
-    content = info.content - exclude
-    total = _weight(content, idf)
-    out: list[Candidate] = []
-    for p in papers:
-        label_stems = stems(p.label)
-        for chunk in p.chunks:
-            for sentence in split_sentences(chunk.text):
-                have = stems(sentence) | label_stems
-                lexical = _weight(content & have, idf) / total if total else 0.0
-                out.append(Candidate(p, sentence, chunk.cosine, lexical))
-    return out
+FEW_PAPERS = 3  # a name matched in a question picks out its paper only if at most this many papers use it
 
 
-def _rarest_missing(info: QuestionInfo, paper: PaperHit, idf: dict[str, float]) -> str | None:
-    """For a short topic question ("paper on quantum machine learning"), its rarest word must be in the paper.
-
-    Long descriptive questions paraphrase on purpose, so only short ones are held to this.
-    """
-    words = list(info.words)
-    if not words or len(words) > SHORT_QUESTION_WORDS:
-        return None
-    rarest = max(words, key=lambda w: idf.get(w, 0.0))
-    return None if rarest in stems(paper.text) | stems(paper.label) else rarest
+def _names_few(key: str, vocab: Vocabulary) -> bool:
+    """Does a label matched in a question name its paper, rather than a topic many papers share? A topic
+    label ("DNA damage") matched in a claim about DNA damage is not the claim naming that paper."""
+    n = len(vocab.index.papers) if vocab.index is not None else 0
+    words = re.findall(r"[A-Za-z0-9]{2,}", key)
+    if not n or not words:
+        return True
+    return min(vocab.paper_share(w) for w in words) * n <= FEW_PAPERS
 
 
 def _present(token: str, papers: list[PaperHit]) -> bool:
     t = _norm(token)
-    return any(t and (t in _norm(p.text) or t in _norm(p.label)) for p in papers)
+    return any(t and (t in _norm(p.text) or t in _norm(p.label) or t in _norm(p.title)) for p in papers)
 
 
 _PAREN_ACRONYM_RE = re.compile(r"\(([A-Za-z][\w-]*)\)")
@@ -125,110 +106,232 @@ def _drop_definitions(sentence: str) -> str:
     return out
 
 
-def _names_something(sentence: str, label: str) -> bool:
+def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str = "") -> bool:
     """Does the sentence name a model, benchmark or dataset (other than the paper's own label)?
 
-    An acronym being defined ("Vision-Language Models (VLMs)") names a concept, not a specific model.
+    An acronym being defined ("Vision-Language Models (VLMs)") names a concept, and so does a term most of
+    the collection's papers use.
     """
     label_n = _norm(label)
+    asked = {_norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}  # the question's own words
     sentence = _drop_definitions(sentence)
     for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", sentence)[1:]:
-        if _norm(w) == label_n or w in COMMON_NAMES or w.rstrip("s") in COMMON_NAMES:
+        if _norm(w) in (label_n, *asked) or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
             continue
         if is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w):
             return True
     return False
 
 
-def _has_number(sentence: str) -> bool:
-    return bool(numbers(sentence))
+def _closest(cands: list[Candidate]) -> str:
+    """'Closest papers:' lines (label + the start of its best sentence) added to an abstention."""
+    seen: dict[str, Candidate] = {}
+    for c in sorted(cands, key=lambda c: c.prob, reverse=True):
+        seen.setdefault(c.paper.paper_id, c)
+    lines = []
+    for c in list(seen.values())[:CLOSEST_SHOWN]:
+        s = c.sentence if len(c.sentence) <= CLOSEST_CHARS else c.sentence[:CLOSEST_CHARS].rsplit(" ", 1)[0] + "…"
+        lines.append(f"- {c.paper.label}: {s}")
+    return ("\n" + prompts.ABSTAIN_CLOSEST + "\n" + "\n".join(lines)) if lines else ""
 
 
-def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None = None) -> Draft:
-    """Choose the quotes that answer the question, or the reason to abstain."""
-    info = info or analyse(question)
+def _abstain(text: str, cands: list[Candidate]) -> Draft:
+    return Draft([], text + _closest(cands))
+
+
+@dataclass
+class Prepared:
+    """A question read against its retrieved papers: its shape, the papers it names, the pool of papers
+    the answer is drawn from, and every pool sentence scored as evidence."""
+
+    info: QuestionInfo
+    focus: list[PaperHit]
+    focus_terms: set[str]
+    names: dict[str, str]
+    pool: list[PaperHit]
+    cands: list[Candidate]
+
+
+def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants,
+            embed: Callable[[list[str]], list[list[float]]] | None = None,
+            info: QuestionInfo | None = None) -> Prepared:
+    """Shape, named papers and scored sentences of a question (shared by the answerer and the fitting script)."""
+    c = constants
+    info = info or analyse(question, lambda t: vocab.common(t, c))
     papers = retrieval.papers
-    if not papers:
-        return Draft([], prompts.ABSTAIN_NO_PAPERS)
-
-    focus = [p for p in papers if mentions(question, p.label)]
+    focus = [p for p in papers if mentions(question, p.label) and _names_few(_name_used(question, p.label), vocab)]
     focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in re.findall(r"[\w-]+", k)}
     if not focus and info.specific and not info.multi:
         # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it.
         focus = [p for p in papers if all(_present(t, [p]) for t in info.specific)]
+        if len(focus) > 2:
+            focus = []  # a term many retrieved papers share narrows nothing
+    names = {p.paper_id: _name_used(question, p.label) for p in focus}
+    if info.shape == "comparison" and not info.multi:
+        # "Compare A and B" where B is not a label: the first retrieved paper that uses the name B.
+        for t in info.specific:
+            if any(mentions(t, p.label) for p in focus):
+                continue
+            holder = next((p for p in papers if _present(t, [p])), None)
+            if holder is not None and holder not in focus:
+                focus.append(holder)
+                names[holder.paper_id] = t
     pool = focus if focus and not info.multi else papers
+    qt = question_terms(question, pool, vocab, info.shape == "definition", {k: v for k, v in names.items() if v})
+    cands = candidates(question, pool, vocab, qt, c, embed, retrieval.query_vector) if pool else []
+    cands.sort(key=lambda x: x.prob, reverse=True)
+    return Prepared(info, focus, focus_terms, names, pool, cands)
 
-    # A question that names something no retrieved abstract mentions is not answered by the nearest paper.
-    missing = [t for t in info.specific if not any(mentions(t, p.label) for p in focus) and not _present(t, pool)]
-    if missing:
-        return Draft([], prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)))
 
-    cands = _candidates(info, pool, focus_terms, retrieval.idf)
+def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None = None,
+                 vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
+                 constants: Constants | None = None, prepared: Prepared | None = None) -> Draft:
+    """Choose the quotes that answer the question, or the reason to abstain (`prepared`: the question
+    already read and scored, as the fitting script reuses it across constants)."""
+    c = constants or current_constants()
+    vocab = vocab or Vocabulary(None)
+    papers = retrieval.papers
+    if not papers:
+        return Draft([], prompts.ABSTAIN_NO_PAPERS)
+    pr = prepared or prepare(question, retrieval, vocab, c, embed, info)
+    info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
         return Draft([], prompts.ABSTAIN_NO_MATCH)
-    cands.sort(key=lambda c: c.score, reverse=True)
+
+    # A question naming something no retrieved abstract mentions is not answered by the nearest paper; when it
+    # names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words).
+    # A long question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
+    # Metropolis-Hastings paper), not a question about something absent.
+    missing = [t for t in info.specific if not any(mentions(t, p.label) for p in focus) and not _present(t, pool)
+               and (focus or info.shape == "comparison" or
+                    (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
+                     and (cands[0].prob < c.strong_at or len(info.words) <= SHORT_QUESTION_WORDS
+                          or info.shape in ("definition", "contribution", "limitation"))))]
+    if missing:
+        return _abstain(prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
 
     if info.wants_number:
-        return _numeric(info, cands, focus_terms)
+        return _numeric(info, cands, focus_terms, c)
     if info.wants_names:
-        named = [c for c in cands if _names_something(c.sentence, "" if not focus else c.paper.label)
-                 and info.attribute <= stems(c.sentence) | stems(c.paper.label)]
-        if not named or named[0].score < MIN_SCORE:
+        named = [x for x in cands if _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)
+                 and info.attribute <= stems(x.sentence) | stems(x.paper.label)]
+        if not named or named[0].prob < c.abstain_below:
             return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
         return Draft([Quote(named[0].paper, named[0].sentence)])
+
     best = cands[0]
-    # Anchored: the question names a paper or a term the papers contain, or (for a multi-paper question)
-    # most of its words are in the best sentence.
-    anchored = bool(focus) or bool(info.specific) or (info.multi and best.lexical >= 0.5)
-    if not anchored and best.cosine < MIN_COSINE:
-        return Draft([], prompts.ABSTAIN_NO_MATCH)
-    missing_word = None if anchored or info.multi else _rarest_missing(info, best.paper, retrieval.idf)
-    if missing_word:
-        return Draft([], prompts.ABSTAIN_NO_MATCH)
-    if best.score < MIN_SCORE and not (focus and info.content - focus_terms == set()):
-        return Draft([], prompts.ABSTAIN_NO_MATCH)
+    if not focus:
+        words = list(info.words)
+        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
+            # A short topic question ("paper on quantum machine learning") must find its rarest word.
+            idf = vocab.idf(words)
+            rarest = max(words, key=lambda w: idf[w])
+            if rarest not in stems(best.paper.text) | stems(best.paper.label) | stems(best.paper.title):
+                return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+        if best.prob < c.abstain_below:
+            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+
+    if len(focus) >= 2 and not info.multi:
+        return Draft([_best_of(cands, p) for p in focus if _best_of(cands, p)],
+                     summary=None)
+    if focus:
+        return _about_paper(info, cands, focus[0], names.get(focus[0].paper_id, ""), c)
     if info.multi:
-        return _multi(info, cands)
-    quotes = [Quote(best.paper, best.sentence)]
-    for c in cands[1:]:
-        if len(quotes) >= MAX_SENTENCES or c.score < SECOND_SENTENCE_RELATIVE * best.score:
-            break
-        if c.paper is best.paper and c.sentence != best.sentence and not info.lookup:
-            quotes.append(Quote(c.paper, c.sentence))
+        return _multi(info, cands, c)
+    return _cited(info, cands, papers, c)
+
+
+def _best_of(cands: list[Candidate], paper: PaperHit) -> Quote | None:
+    own = [x for x in cands if x.paper is paper]
+    return Quote(paper, own[0].sentence) if own else None
+
+
+def _about_paper(info: QuestionInfo, cands: list[Candidate], paper: PaperHit, name: str, c: Constants) -> Draft:
+    """A question about one named paper: its definition, its contribution, or its best evidence."""
+    own = [x for x in cands if x.paper is paper]
+    if info.shape == "definition" and name:
+        defining = [x for x in own if defines(x.sentence, name)]
+        if defining:
+            return Draft([Quote(paper, defining[0].sentence)])
+    n = MAX_SENTENCES if info.shape in ("contribution", "limitation", "definition") else 1
+    quotes = [Quote(paper, own[0].sentence)]
+    for x in own[1:n]:
+        quotes.append(Quote(paper, x.sentence))
+    if n == 1 and len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
+        quotes.append(Quote(paper, own[1].sentence))
+    return Draft(_in_order(quotes, cands))
+
+
+def _in_order(quotes: list[Quote], cands: list[Candidate]) -> list[Quote]:
+    """Quotes of one paper read in the abstract's order."""
+    pos = {(x.paper.paper_id, x.sentence): x.index for x in cands}
+    return sorted(quotes, key=lambda q: (q.paper.paper_id != quotes[0].paper.paper_id,
+                                         pos.get((q.paper.paper_id, q.sentence), 0)))
+
+
+def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c: Constants) -> Draft:
+    """The lead paper (the retriever's first, or the one its evidence favours when the fit chose that), then
+    every further paper more likely relevant than not, in retrieval order, each with its best sentence (two
+    when both are likely evidence). The retriever's first paper is always among them, so the answer never
+    cites a relevant paper less often than citing the top result would."""
+    probs = paper_probabilities(cands, c)
+    ranked = [p for p in papers if p.paper_id in probs]
+    lead = max(ranked, key=lambda p: probs[p.paper_id]) if c.primary_by_evidence else ranked[0]
+    chosen = [lead] + [p for p in ranked if p is not lead and (p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at)]
+    if info.lookup or info.wants_number:
+        chosen = chosen[:1] + [p for p in chosen[1:] if p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at]
+    quotes: list[Quote] = []
+    for p in chosen:
+        own = [x for x in cands if x.paper is p]
+        quotes.append(Quote(p, own[0].sentence))
+        if len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
+            quotes.append(Quote(p, own[1].sentence))
     return Draft(quotes)
 
 
-def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str]) -> Draft:
+def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], c: Constants) -> Draft:
     """A number is asked for: only a sentence that gives one (for the thing asked about) can answer."""
-    with_numbers = [c for c in cands if _has_number(c.sentence)]
+    with_numbers = [x for x in cands if numbers(x.sentence)]
     asked = info.units or (info.content - focus_terms)
     if asked:
-        with_numbers = [c for c in with_numbers if asked & (stems(c.sentence) | stems(c.paper.label))]
+        with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))]
     what = " ".join(sorted(info.units)) if info.units else "what was asked"
     if not with_numbers:
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"
                                                           if info.units else what))
     best = with_numbers[0]
-    if best.score < MIN_SCORE and not (asked and asked <= stems(best.sentence)):
+    if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=what))
     quotes = [Quote(best.paper, best.sentence)]
-    for c in with_numbers[1:MAX_SENTENCES]:
-        if c.paper is best.paper and c.score >= SECOND_SENTENCE_RELATIVE * best.score:
-            quotes.append(Quote(c.paper, c.sentence))
+    for x in with_numbers[1:MAX_SENTENCES]:
+        if x.paper is best.paper and x.prob >= c.second_sentence_at:
+            quotes.append(Quote(x.paper, x.sentence))
     return Draft(quotes)
 
 
-def _multi(info: QuestionInfo, cands: list[Candidate]) -> Draft:
-    """Every retrieved paper whose best sentence matches, not just the first."""
+def _multi(info: QuestionInfo, cands: list[Candidate], c: Constants) -> Draft:
+    """Every retrieved paper whose evidence passes, not just the first: likely relevant (the fitted list
+    threshold), or holding every name the question lists by ("which papers use GRPO?")."""
+    from rag.question import _specific_tokens
+
+    probs = paper_probabilities(cands, c)
     best_per_paper: dict[str, Candidate] = {}
-    for c in cands:
-        best_per_paper.setdefault(c.paper.paper_id, c)
-    top = cands[0].score
-    key_terms = [t for t in info.specific]
+    for x in cands:
+        best_per_paper.setdefault(x.paper.paper_id, x)
+    key_terms = _specific_tokens(info.text)  # names, however common: they are the list's criterion
     quotes = []
-    for c in best_per_paper.values():
-        has_key = bool(key_terms) and all(_norm(t) in _norm(c.paper.text + c.paper.label) for t in key_terms)
-        if c is cands[0] or has_key or (c.score >= MULTI_MIN_SCORE and c.score >= MULTI_RELATIVE * top):
-            quotes.append(Quote(c.paper, c.sentence))
+    for x in sorted(best_per_paper.values(), key=lambda x: x.rank):
+        has_key = bool(key_terms) and all(_present(t, [x.paper]) for t in key_terms)
+        if x.rank == 0 or has_key or probs[x.paper.paper_id] >= c.multi_paper_at:
+            quotes.append(Quote(x.paper, x.sentence))
     summary = "Matching papers" if len(quotes) > 1 else None
     return Draft(quotes, summary=summary)
+
+
+def evidence_for(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants | None = None,
+                 embed: Callable[[list[str]], list[list[float]]] | None = None) -> list[Candidate]:
+    """Every sentence of the retrieved papers scored as evidence for a query (citation lookup)."""
+    c = constants or current_constants()
+    qt = question_terms(question, retrieval.papers, vocab, False, {})
+    return candidates(question, retrieval.papers, vocab, qt, c, embed, retrieval.query_vector)
+

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from llama_index.core.schema import BaseNode, Document
 
 SPLITTER_VERSION = "w1"
-LABELS_VERSION = "l1"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
+LABELS_VERSION = "l2"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
 EMBED_TEXT_VERSION = "t1"  # bump when what a chunk is embedded as changes (t1: title, or label when untitled)
 ROWS_PER_WRITE = 256  # chunks per Chroma add: its GIL-holding call is kept short so embedding goes on meanwhile
 CHUNK_META_KEYS = ("paper_id", "label", "source", "position", "heading")

@@ -20,14 +20,6 @@ from collections import Counter
 
 from rag.text import STOPWORDS, split_sentences, stem
 
-# Acronyms for concepts of the field: never a paper's own name, and not a claim to verify.
-FIELD_TERMS = frozenset(
-    """AI ML NLP LLM LLMs LM LMs VLM VLMs MLLM MLLMs LRM LRMs CoT RL RLHF RLVR SFT PTQ QA VQA GPU GPUs CPU
-    API APIs SOTA MLP MLPs RBF RBFs SGD KL BoN IB F1 AUROC NDCG CNN CNNs RNN RNNs ViT ViTs I2V T2V SVD AGI
-    MoE RAG LoRA""".split()
-)
-# Named things papers use without introducing them: not labels, but still names a claim must be sourced for.
-COMMON_NAMES = FIELD_TERMS | frozenset("GRPO PPO DPO Adam GPT GPT-4 GPT-4o BERT ImageNet IRT TRM RRM RRMs ARC".split())
 _INTRO_VERBS = r"(?:propose|proposes|introduce|introduces|present|presents|develop|develops|release|releases|design|designs|build|builds)"
 _NAMING = re.compile(
     r"\b(?:[Ww]e (?:call|term|dub|name)|dubbed|termed|called|named)\s+(?:(?:it|this|them|these)(?:\s+[a-z]+)?\s+)?"
@@ -45,7 +37,7 @@ def is_coined(token: str) -> bool:
     """A token that reads as a coined name: inner capitals (RecMem, DyMoS, CF-Beam) or an acronym (RLRT)."""
     core = token.strip("()[],.;:").rstrip("s") if token.endswith("s") and token[:-1].isupper() else token
     core = core.strip("()[],.;:")
-    if core in COMMON_NAMES or token in COMMON_NAMES or len(core) < 2:
+    if len(core) < 2:
         return False
     if not re.fullmatch(_TOKEN, core):
         return False
@@ -126,6 +118,8 @@ def _defined_acronym(sentences: list[str], text: str) -> str | None:
     for s in sentences[1:]:
         for m in re.finditer(r"((?:[A-Z][\w\-–]*\s+){1,5})\((" + _TOKEN + r")\)", s):
             acro = m.group(2)
+            if acro.endswith("s") and acro[:-1].isupper():
+                continue  # "Large Reasoning Models (LRMs)": a plural names a kind of model, not the paper's own
             if is_coined(acro) and initials_match(m.group(1), acro) \
                     and len(re.findall(r"\b" + re.escape(acro.rstrip("s")) + r"s?\b", text)) >= 3:
                 return acro
@@ -141,7 +135,7 @@ _GENERIC = frozenset(stem(w) for w in """model models language large learning ta
     strong high low better best improve improves improvement improvements gains effective efficient
     general generic standard simple multiple several various different diverse two three four five
     level process problem problems system systems time capabilities ability evidence signal signals
-    experiments empirical analysis theoretical reasoning cot chain-of-thought llm llms""".split())
+    experiments empirical analysis theoretical reasoning""".split())
 
 
 def _emphasised(raw: str) -> str | None:

@@ -13,6 +13,7 @@ ABSTAIN_MISSING_TERMS = ABSTAIN_PREFIX + " anything about {terms}."
 ABSTAIN_NO_FIGURE = ABSTAIN_PREFIX + " this: {paper}'s abstract gives no figure for {what}."
 ABSTAIN_NO_NAMES = ABSTAIN_PREFIX + " this: {paper}'s abstract does not name them."
 ABSTAIN_NO_MATCH = ABSTAIN_PREFIX + " this: no sentence in the closest abstracts answers it."
+ABSTAIN_CLOSEST = "Closest papers (none says it):"
 ABSTAIN_UNSUPPORTED = ABSTAIN_PREFIX + " this: no sentence of the generated answer could be traced to the sources."
 
 

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 
 from rag import prompts
 from rag.cite import SourceText, check_answer
-from rag.extractive import Draft, draft_answer
+from rag.evidence import Vocabulary, strength, vocabulary_for
+from rag.extractive import Draft, draft_answer, evidence_for
 from rag.question import analyse
 from rag.references import citation_fields, paper_fields
 from rag.retrieve import PaperHit, Retrieval, Retriever
 from rag.schema import Answer, Citation, Retrieved, SentenceCheck
 from rag.settings import Settings
 from rag.store import CatalogEntry
-from rag.text import split_sentences, stems
+from rag.text import split_sentences
 
 if TYPE_CHECKING:
     from rag.integrations.llamaindex import PapersQueryEngine
@@ -65,6 +66,8 @@ class LookupHit:
     score: float
     sentence: str
     reference: str
+    strength: str = "none"  # how well the best sentence carries the query: 'strong', 'weak' or 'none'
+    evidence: float = 0.0   # the evidence scorer's probability for that sentence
 
 
 @dataclass
@@ -211,8 +214,14 @@ class Assistant:
         answer.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return answer
 
+    def vocabulary(self) -> Vocabulary:
+        """Word statistics of the current index (rarity, common vocabulary) for the evidence scorer."""
+        return vocabulary_for(self.retriever.local_index)
+
     def _extractive(self, question: str, retrieval: Retrieval) -> Answer:
-        draft = draft_answer(question, retrieval, analyse(question))
+        # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
+        self.retriever.complete(retrieval)
+        draft = draft_answer(question, retrieval, vocab=self.vocabulary())
         return render_extractive(question, retrieval, draft, self.settings.unsupported)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:
@@ -286,14 +295,17 @@ class Assistant:
     def cite(self, query: str, k: int | None = None) -> list[LookupHit]:
         """Citation lookup: papers matching a method name, claim or topic, best first, with the best sentence."""
         q = clean_question(query, self.settings.max_question_chars)
-        retrieval = self.retriever.retrieve(q, k=k)
-        words = stems(q)
+        retrieval = self.retriever.complete(self.retriever.retrieve(q, k=k))
+        # The same evidence scorer as the answerer: each paper's best sentence and how strongly it matches.
+        best: dict[str, tuple[float, str]] = {}
+        for c in evidence_for(q, retrieval, self.vocabulary()):
+            if c.prob > best.get(c.paper.paper_id, (-1.0, ""))[0]:
+                best[c.paper.paper_id] = (c.prob, c.sentence)
         out = []
         for p in retrieval.papers:
-            best = max(((c.cosine + 0.5 * len(words & stems(s)) / max(1, len(words)), s)
-                        for c in p.chunks for s in split_sentences(c.text)), default=(0.0, ""))
-            out.append(LookupHit(p.paper_id, p.label, p.source, p.position, round(p.score, 4), best[1],
-                                 p.reference))
+            prob, sentence = best.get(p.paper_id, (0.0, ""))
+            out.append(LookupHit(p.paper_id, p.label, p.source, p.position, round(p.score, 4), sentence,
+                                 p.reference, strength(prob), round(prob, 4)))
         return out
 
     def papers(self) -> list[CatalogEntry]:

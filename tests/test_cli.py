@@ -62,6 +62,20 @@ def test_cite_dynamic_motion_slider(cli) -> None:  # noqa: ANN001
     assert text.startswith("1. DyMoS") and "ref:" in text
 
 
+def test_cite_reads_queries_from_stdin(cli) -> None:  # noqa: ANN001
+    r = cli("cite", "-", "--json", "--k", "3",
+            stdin="Dynamic Motion Slider\n\nconfidence-filtered beam search\n")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [d["query"] for d in lines] == ["Dynamic Motion Slider", "confidence-filtered beam search"]
+    assert [d["results"][0]["label"] for d in lines] == ["DyMoS", "CF-Beam"]
+    assert all(h["strength"] in ("strong", "weak", "none") and len(d["results"]) == 3
+               for d in lines for h in d["results"])
+    assert lines[0]["results"][0]["strength"] == "strong"
+    text = cli("cite", "-", stdin="Dynamic Motion Slider\nCF-Beam\n").stdout
+    assert text.count("Q: ") == 2 and "strong match" in text
+
+
 def test_list_every_paper(cli) -> None:  # noqa: ANN001
     lines = [json.loads(x) for x in cli("list", "--json").stdout.splitlines()]
     assert len(lines) == 38 and {"paper_id", "label", "source", "position", "abstract"} <= set(lines[0])

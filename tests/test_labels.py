@@ -87,5 +87,14 @@ def test_title_is_used_when_abstract_names_nothing() -> None:
                          title="ZebraNet: Striped Networks for Vision") == "ZebraNet"
 
 
-def test_field_acronyms_are_not_coined_names() -> None:
-    assert not is_coined("LLMs") and not is_coined("GRPO") and is_coined("RecMem") and is_coined("CF-Beam")
+def test_coined_names_are_recognised_by_their_shape() -> None:
+    # Whether an acronym is the field's vocabulary ("LLM") is decided from the corpus (rag/evidence.Vocabulary),
+    # not from a list here: the shape alone says "coined".
+    assert is_coined("RecMem") and is_coined("CF-Beam") and is_coined("GRPO")
+    assert not is_coined("Adam") and not is_coined("x") and not is_coined("model")
+
+
+def test_a_plural_acronym_is_not_the_papers_own_name() -> None:
+    text = ("Humans learn fast. We compare frontier Large Reasoning Models (LRMs) against agents. "
+            "LRMs match humans. LRMs also predict brain activity. The LRMs are strong.")
+    assert extract_label(text) != "LRMs"

@@ -1,0 +1,375 @@
+"""Evidence selection: how strongly each sentence of the retrieved papers answers a question, which papers
+that makes worth citing, and when nothing retrieved carries what was asked.
+
+Every sentence gets features that mean the same on any corpus: its own dense similarity to the question,
+BM25 of the sentence for the question (corpus idf from the local index), how much of the question's rare
+vocabulary it and its paper hold, the paper's retrieval rank and fused score, where the sentence sits in
+its abstract and how specific its own words are. A logistic model turns them into the probability that the
+sentence is evidence for the question; a second one turns a paper's best sentences and rank into the
+probability that the paper is relevant. Both were fitted by `eval/fit_evidence.py` on SciFact train claims
+(gold rationale sentences) and part of eval/questions.jsonl, and their constants live in one file,
+`eval/fitted/evidence.json`, written by that script and never edited by hand. Logistic regression rather
+than a grid over hand weights: there are a dozen features, the outputs are probabilities (so "cite a paper
+when it is more likely relevant than not" is a decision rule, not one more threshold) and refitting on a
+user's own corpus takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rag.text import split_sentences, stem, terms
+
+CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "evidence.json"
+
+SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
+                     "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
+                     "defines_asked", "unseen")
+PAPER_FEATURES = ("best", "second", "best_gap", "paper_rank", "paper_score", "paper_rare", "names_focus")
+BM25_K1, BM25_B = 1.2, 0.75  # the usual BM25 defaults (Robertson & Zaragoza 2009), as bm25s uses
+
+
+@dataclass
+class Constants:
+    """The fitted numbers: two logistic models and the decision thresholds (see eval/fit_evidence.py)."""
+
+    sentence_weights: dict[str, float]
+    sentence_bias: float
+    paper_weights: dict[str, float]
+    paper_bias: float
+    abstain_below: float        # best sentence probability under which the answer abstains
+    cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
+    second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
+    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
+    weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
+    common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
+    multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
+    primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> Constants:
+    return Constants(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def load_constants(path: Path | None = None) -> Constants:
+    """The fitted constants (cached); a missing file is an installation error, not a silent default."""
+    return _load(str(path or CONSTANTS_PATH))
+
+
+_override: Constants | None = None
+
+
+def use_constants(constants: Constants | None) -> None:
+    """Answer with other constants (cross-validation folds of the fitting script); None restores the file."""
+    global _override
+    _override = constants
+
+
+def current_constants() -> Constants:
+    return _override or load_constants()
+
+
+# --- corpus statistics -----------------------------------------------------------------------------------
+
+class Vocabulary:
+    """Word statistics of the indexed corpus: BM25 idf of stems and the share of papers using a term.
+
+    Everything the answerer knows about which words are rare, coined or the field's common vocabulary comes
+    from here, so it adapts to whatever corpus was ingested.
+    """
+
+    def __init__(self, index: Any = None) -> None:
+        self.index = index
+        self._idf: dict[str, float] = {}
+        self._share: dict[str, float] = {}
+        self._paper_of_row = None
+        self._keys: list[str] | None = None
+        self._unseen: dict[str, bool] = {}
+        self.max_idf = math.log(max(2, index.size if index is not None else 2) + 1.0)
+
+    def idf(self, words: set[str] | list[str]) -> dict[str, float]:
+        todo = {w for w in words if w not in self._idf}
+        if todo:
+            if self.index is None:
+                self._idf.update({w: self.max_idf for w in todo})
+            else:
+                self._idf.update(self.index.idf(todo))
+        return {w: self._idf[w] for w in words}
+
+    def rarity(self, word: str) -> float:
+        """idf scaled to [0, 1] by the idf of a word no chunk contains."""
+        return min(1.0, self.idf([word])[word] / self.max_idf)
+
+    def _keys_with_prefix(self, prefix: str) -> list[str]:
+        """Indexed tokens starting with a stem: "qwen" finds "qwen3", "llm" finds "llms" (BM25 tokens split
+        on punctuation and keep digits, so a name is often only a prefix of the indexed token)."""
+        import bisect
+
+        if self._keys is None:
+            self._keys = sorted(self.index.bm25.vocab_dict) if self.index is not None else []
+        i = bisect.bisect_left(self._keys, prefix)
+        out = []
+        while i < len(self._keys) and self._keys[i].startswith(prefix):
+            out.append(self._keys[i])
+            i += 1
+        return out
+
+    def unseen(self, word: str) -> bool:
+        """No indexed token starts with this stem: the corpus never uses the word."""
+        if word not in self._unseen:
+            self._unseen[word] = self.index is not None and len(word) >= 2 and not self._keys_with_prefix(word)
+        return self._unseen[word]
+
+    def paper_share(self, token: str) -> float:
+        """Share of indexed papers whose chunks contain a token starting with the token's stem (0 if none)."""
+        st = stem(token.lower())
+        if st in self._share:
+            return self._share[st]
+        share = 0.0
+        idx = self.index
+        if idx is not None and idx.papers and len(st) >= 2:
+            import numpy as np
+
+            if self._paper_of_row is None:
+                order = {pid: n for n, pid in enumerate(dict.fromkeys(idx.paper_ids))}
+                self._paper_of_row = np.asarray([order[p] for p in idx.paper_ids])
+            indptr, indices = idx.bm25.scores["indptr"], idx.bm25.scores["indices"]
+            rows = [np.asarray(indices[indptr[i]:indptr[i + 1]])
+                    for i in (idx.bm25.vocab_dict[k] for k in self._keys_with_prefix(st))]
+            if rows:
+                share = len(np.unique(self._paper_of_row[np.concatenate(rows)])) / len(idx.papers)
+        self._share[st] = share
+        return share
+
+    def common(self, token: str, constants: Constants | None = None) -> bool:
+        """A term shared by many papers ("LLM" in an NLP corpus, "cells" in a biology one) names none of them."""
+        c = constants or current_constants()
+        n = len(self.index.papers) if self.index is not None else 0
+        share = self.paper_share(token)
+        return share > c.common_share and share * n >= 2  # one paper's word is never shared vocabulary
+
+
+_VOCABS: dict[int, Vocabulary] = {}
+
+
+def vocabulary_for(index: Any) -> Vocabulary:
+    """One Vocabulary per local index object (a new store version brings a new index and new statistics)."""
+    key = id(index)
+    vocab = _VOCABS.get(key)
+    if vocab is None or vocab.index is not index:
+        if len(_VOCABS) > 4:
+            _VOCABS.clear()
+        vocab = _VOCABS[key] = Vocabulary(index)
+    return vocab
+
+
+# --- sentence features -----------------------------------------------------------------------------------
+
+@lru_cache(maxsize=65536)
+def sentence_stems(sentence: str) -> tuple[str, ...]:
+    """Stemmed content terms of a sentence, in order (repeats kept, for BM25 term frequency)."""
+    return tuple(stem(t) for t in terms(sentence))
+
+
+_PAREN_RE = re.compile(r"\(([^()]{1,80})\)")
+
+
+def defines(sentence: str, name: str) -> bool:
+    """Does the sentence say what `name` is: "Long Name (NAME)", "NAME (Long Name)", "NAME, a ...", "NAME is"?"""
+    from rag.labels import initials_match
+
+    if not name:
+        return False
+    esc = re.escape(name)
+    for m in _PAREN_RE.finditer(sentence):
+        inside = m.group(1).strip()
+        if inside.lower() == name.lower():
+            before = re.findall(r"[A-Za-z][\w-]*", sentence[:m.start()])[-8:]
+            if any(initials_match(" ".join(before[i:]), name) for i in range(len(before))):
+                return True
+        if re.match(r"\s*" + esc + r"\s*$", sentence[:m.start()][-len(name) - 2:], re.I) and \
+                initials_match(inside, name):
+            return True
+    return bool(re.search(r"(?<![\w-])" + esc + r"(?:\s*\([^()]*\))?(?:,\s*(?:a|an|the)\s|\s+(?:is|are)\s+(?:a|an|the)\s)",
+                          sentence, re.I))
+
+
+@dataclass
+class Candidate:
+    """One sentence of a retrieved paper with its features and evidence probability."""
+
+    paper: Any            # rag.retrieve.PaperHit
+    rank: int             # the paper's retrieval rank, 0 = first
+    index: int            # the sentence's position in its abstract
+    sentence: str
+    features: dict[str, float]
+    prob: float = 0.0
+
+    @property
+    def cosine(self) -> float:
+        return self.features["cosine"]
+
+
+@dataclass
+class QuestionTerms:
+    """What scoring needs from a question: stems, their idf, the rare ones, and the papers it names."""
+
+    stems: list[str]
+    idf: dict[str, float]
+    rare: set[str]
+    focus: set[str]        # paper ids the question names
+    focus_names: dict[str, str]  # paper id -> the name used
+    asks_definition: bool
+    unseen: float
+
+
+def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks_definition: bool,
+                   focus_names: dict[str, str]) -> QuestionTerms:
+    words = list(dict.fromkeys(stem(t) for t in terms(question)))
+    idf = vocab.idf(words)
+    top = max(idf.values(), default=0.0)
+    rare = {w for w in words if idf[w] >= 0.6 * top} if top else set()
+    total = sum(idf.values()) or 1.0
+    unseen = sum(v for w, v in idf.items() if vocab.unseen(w)) / total
+    return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen)
+
+
+def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | None,
+                  qvec: Any) -> list[tuple[str, float]]:
+    """(sentence, its cosine to the question) for every chunk of a paper; a chunk holding several
+    sentences has them embedded one by one (through the caller's cache) when an embedder is given."""
+    out: list[tuple[str, float]] = []
+    pending: list[tuple[int, str]] = []
+    for chunk in sorted(paper.chunks, key=lambda c: c.index):
+        parts = split_sentences(chunk.text)
+        if len(parts) <= 1 or embed is None or qvec is None:
+            out += [(s, chunk.cosine) for s in parts]
+            continue
+        for s in parts:
+            pending.append((len(out), s))
+            out.append((s, chunk.cosine))
+    if pending:
+        import numpy as np
+
+        vecs = np.asarray(embed([s for _, s in pending]), dtype=np.float32)
+        sims = vecs @ qvec
+        for (i, s), sim in zip(pending, sims):
+            out[i] = (s, float(sim))
+    return out
+
+
+def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: QuestionTerms,
+               constants: Constants | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
+               query_vector: Sequence[float] | None = None) -> list[Candidate]:
+    """Every sentence of the retrieved papers with its features and evidence probability."""
+    c = constants or current_constants()
+    qvec = None
+    if query_vector is not None and embed is not None:
+        import numpy as np
+
+        qvec = np.asarray(query_vector, dtype=np.float32)
+    qset = set(qt.stems)
+    total_idf = sum(qt.idf.values()) or 1.0
+    rare_total = sum(qt.idf[w] for w in qt.rare) or 1.0
+    top_score = max((p.score for p in papers), default=1.0) or 1.0
+    raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
+    for rank, p in enumerate(papers):
+        for j, (s, cos) in enumerate(_sentences_of(p, embed, qvec)):
+            raw.append((p, rank, j, s, cos, sentence_stems(s)))
+    if not raw:
+        return []
+    avgdl = sum(len(r[5]) for r in raw) / len(raw) or 1.0
+    n_of_paper: dict[str, int] = {}
+    for r in raw:
+        n_of_paper[r[0].paper_id] = n_of_paper.get(r[0].paper_id, 0) + 1
+    # Rare question terms present anywhere in a paper (its text and label).
+    paper_rare: dict[str, float] = {}
+    for p in papers:
+        have = set(sentence_stems(p.text)) | set(sentence_stems(p.label)) | set(sentence_stems(getattr(p, "title", "")))
+        paper_rare[p.paper_id] = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
+    others = {w for r in raw for w in r[5]} - qset
+    other_rarity = {w: v / vocab.max_idf for w, v in vocab.idf(others).items()}
+    max_cos = max(r[4] for r in raw)
+    bm25s_: list[float] = []
+    for r in raw:
+        dl = len(r[5])
+        tf: dict[str, int] = {}
+        for w in r[5]:
+            if w in qset:
+                tf[w] = tf.get(w, 0) + 1
+        score = sum(qt.idf[w] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
+                    for w, f in tf.items())
+        bm25s_.append(score / total_idf)
+    max_bm25 = max(bm25s_) or 1.0
+    out: list[Candidate] = []
+    for r, bm in zip(raw, bm25s_):
+        p, rank, j, s, cos, st = r
+        have = set(st) | set(sentence_stems(p.label))
+        overlap = sum(qt.idf[w] for w in qset if w in have) / total_idf
+        rare_share = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
+        own = [other_rarity[w] for w in st if w in other_rarity]
+        name = qt.focus_names.get(p.paper_id, "")
+        n = n_of_paper[p.paper_id]
+        f = {
+            "cosine": cos, "cosine_gap": cos - max_cos, "bm25": bm, "bm25_rel": bm / max_bm25,
+            "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[p.paper_id],
+            "paper_rank": 1.0 / (1 + rank), "paper_score": p.score / top_score,
+            "first": 1.0 if j == 0 else 0.0, "position": j / (n - 1) if n > 1 else 0.0,
+            "specificity": sum(own) / len(own) if own else 0.0,
+            "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
+            "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
+            "unseen": qt.unseen,
+        }
+        out.append(Candidate(p, rank, j, s, f))
+    _score(out, c)
+    return out
+
+
+def _logistic(features: dict[str, float], weights: dict[str, float], bias: float) -> float:
+    z = bias + sum(weights.get(k, 0.0) * v for k, v in features.items())
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _score(cands: list[Candidate], c: Constants) -> None:
+    for cand in cands:
+        cand.prob = _logistic(cand.features, c.sentence_weights, c.sentence_bias)
+
+
+def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:
+    """Per paper: its best and second-best sentence probabilities, the gap to the best paper, rank, score."""
+    by_paper: dict[str, list[Candidate]] = {}
+    for cand in cands:
+        by_paper.setdefault(cand.paper.paper_id, []).append(cand)
+    top = max((cand.prob for cand in cands), default=0.0)
+    out = {}
+    for pid, cs in by_paper.items():
+        probs = sorted((x.prob for x in cs), reverse=True)
+        f0 = cs[0].features
+        out[pid] = {"best": probs[0], "second": probs[1] if len(probs) > 1 else 0.0, "best_gap": probs[0] - top,
+                    "paper_rank": f0["paper_rank"], "paper_score": f0["paper_score"],
+                    "paper_rare": f0["paper_rare"], "names_focus": f0["names_focus"]}
+    return out
+
+
+def paper_probabilities(cands: Sequence[Candidate], constants: Constants | None = None) -> dict[str, float]:
+    """Probability that each retrieved paper is relevant, from its evidence and its rank."""
+    c = constants or current_constants()
+    return {pid: _logistic(f, c.paper_weights, c.paper_bias) for pid, f in paper_features(cands).items()}
+
+
+def strength(prob: float, constants: Constants | None = None) -> str:
+    """'strong', 'weak' or 'none' for a lookup's best sentence, on the fitted thresholds."""
+    c = constants or current_constants()
+    return "strong" if prob >= c.strong_at else "weak" if prob >= max(c.weak_at, c.abstain_below) else "none"
