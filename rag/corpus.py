@@ -211,14 +211,19 @@ def _too_large(size: int, max_bytes: int) -> CorpusError:
     return CorpusError(f"file too large ({size / 2**20:.1f} MB; limit {max_bytes / 2**20:.0f} MB)")
 
 
-def _check_regular(path: Path, max_bytes: int) -> None:
-    """Refuse what _read_text refuses before reading: anything but a regular file within the size limit."""
+def _open_nonblocking(path: Path) -> int:
+    """Open for reading without blocking (opening a FIFO would otherwise wait for a writer forever)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except PermissionError:
         raise CorpusError("unreadable (permission denied)") from None
     except OSError as e:
         raise CorpusError(f"unreadable ({e.strerror or e})") from None
+
+
+def _check_regular(path: Path, max_bytes: int) -> None:
+    """Refuse what _read_text refuses before reading: anything but a regular file within the size limit."""
+    fd = _open_nonblocking(path)
     try:
         _check_opened(fd, max_bytes)
     finally:
@@ -241,12 +246,7 @@ def _read_text(path: Path, max_bytes: int) -> str:
     Opened non-blocking (opening a FIFO would otherwise wait for a writer forever) and checked with fstat on
     the opened file, so a symlink to a device or a file swapped after the check is never read unbounded.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except PermissionError:
-        raise CorpusError("unreadable (permission denied)") from None
-    except OSError as e:
-        raise CorpusError(f"unreadable ({e.strerror or e})") from None
+    fd = _open_nonblocking(path)
     try:
         _check_opened(fd, max_bytes)
         with os.fdopen(os.dup(fd), "rb") as f:
