@@ -27,6 +27,19 @@ def run(data: Path, *args: str):  # noqa: ANN201 - click's Result
     return CliRunner().invoke(app, list(args), env={"PAPERS_DATA_DIR": str(data)})
 
 
+def run_process(data: Path, *args: str):  # noqa: ANN201 - a CompletedProcess with .exit_code/.output
+    """The real `papers` command in its own process: reading damaged vector files may crash Chroma's native
+    code, which must show here as a failed command rather than take the test run down with it."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PAPERS_DATA_DIR": str(data), "PAPERS_ENV_FILE": os.devnull}
+    done = subprocess.run([sys.executable, "-m", "rag.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1])
+    done.exit_code, done.output = done.returncode, done.stdout + done.stderr  # type: ignore[attr-defined]
+    return done
+
+
 def problems(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("problem: ")]
 
@@ -106,7 +119,7 @@ def test_damaged_vector_index_names_doctor_and_is_repaired_without_reembedding(t
     data = tmp_path / "data"
     chroma = synthetic_store(data)
     q = "What does Method0007 reach?"
-    before = run(data, "ask", "--mode", "extractive", q)
+    before = run_process(data, "ask", "--mode", "extractive", q)
     assert before.exit_code == 0, before.output
     from chromadb.api.client import SharedSystemClient
 
@@ -121,19 +134,19 @@ def test_damaged_vector_index_names_doctor_and_is_repaired_without_reembedding(t
     assert damaged >= 1
 
     for args in (["ask", q], ["ingest", str(tmp_path / "nothing-here")], ["list"], ["cite", "Method0007"]):
-        r = run(data, *args)
+        r = run_process(data, *args)
         assert r.exit_code == 1, (args, r.exit_code, r.output)
         assert "papers doctor" in r.output and "InternalError" not in r.output and "Error executing plan" not in \
             r.output.split("(")[0], (args, r.output)
         assert "unchanged" not in r.output, r.output
 
-    r = run(data, "doctor")
+    r = run_process(data, "doctor")
     lines = problems(r.output)
     assert r.exit_code == 1 and len(lines) == 1 and "vector index" in lines[0] and "--repair" in lines[0], r.output
-    r = run(data, "doctor", "--repair")
+    r = run_process(data, "doctor", "--repair")
     assert r.exit_code == 0 and "rebuilt the vector index from the local index's vectors (1600 chunks" in r.output, \
         r.output
-    after = run(data, "ask", "--mode", "extractive", q)
+    after = run_process(data, "ask", "--mode", "extractive", q)
     assert after.exit_code == 0 and after.output.split("(extractive")[0] == before.output.split("(extractive")[0]
 
 
