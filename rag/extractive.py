@@ -26,7 +26,7 @@ from rag.evidence import Candidate, Constants, Vocabulary, candidates, current_c
 from rag.labels import initials_match, is_coined
 from rag.question import QuestionInfo, analyse
 from rag.retrieve import PaperHit, Retrieval
-from rag.text import numbers, stem, stems
+from rag.text import STOPWORDS, numbers, stem, stems
 
 SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
 MAX_SENTENCES = 2         # quotes per paper
@@ -222,6 +222,11 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     best = cands[0]
     if not focus:
         words = list(info.words)
+        tokens = re.findall(r"\w+", question.lower())
+        if len(tokens) >= 4 and not any(t in STOPWORDS for t in tokens):
+            # Not English (no English function word at all) and no paper named: the embedding model is English,
+            # so the nearest sentence is near by chance, not evidence.
+            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
         if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
             # A short topic question ("paper on quantum machine learning") must find its rarest word.
             idf = vocab.idf(words)

@@ -196,6 +196,7 @@ def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> Non
     import time
 
     from rag.settings import Settings
+    from rag.store import release_reader_lock
 
     PAPERS_PER_BATCH = Settings.model_fields["ingest_batch_papers"].default
 
@@ -228,6 +229,7 @@ def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> Non
     kept = store.catalog()
     assert len(kept) == n - first["not_embedded"] >= PAPERS_PER_BATCH
     assert store.chunks.count() == sum(e.n_chunks for e in kept.values()), "no half-written paper"
+    release_reader_lock(settings)  # this test process read the store: let the next ingest write it
 
     again = subprocess.run(cmd[:-2] + [str(corpus)], env=env, cwd=ROOT, capture_output=True, text=True,
                            timeout=900)

@@ -182,7 +182,10 @@ def test_hostile_document_changes_nothing(tmp_path: Path, embedder, llama_server
         a = llm.ask(q)
         retrieved = {r.paper_id for r in a.retrieved}
         assert {c.paper_id for c in a.citations} <= retrieved
-        assert "evil" not in {c.paper_id for c in a.citations if c.label}, a.answer
+        # The model may still cite the hostile paper, but nothing it says is passed as supported by it.
+        by_n = {c.n: c.paper_id for c in a.citations}
+        supported_by = {by_n.get(n) for ch in a.checks if ch.supported for n in ch.citations}
+        assert "evil" not in supported_by, a.answer
         assert all(not ch.supported for ch in a.checks if "HACKED" in ch.sentence)
     from rag.llm import answer_messages
 
