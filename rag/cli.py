@@ -53,6 +53,14 @@ def _json_line(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str).translate(_C1_TO_JSON)
 
 
+def _report_refused(key: str, text: str, error: Exception, json_out: bool) -> None:
+    """One refused question or query of a batch: a JSON line (`{key: text, "error": ...}`) or an error line."""
+    if json_out:
+        typer.echo(_json_line({key: text, "error": str(error)}))
+    else:
+        _echo(f"error: {error}", err=True)
+
+
 def _fail(message: str, code: int = 1) -> None:
     from rag.settings import redact
 
@@ -205,10 +213,7 @@ def ask(
             answer = assistant.ask(q, k=k, paper_ids=paper, mode=mode)
         except QuestionError as e:
             failed = True
-            if json_out:
-                typer.echo(_json_line({"question": q, "error": str(e)}))
-            else:
-                _echo(f"error: {e}", err=True)
+            _report_refused("question", q, e, json_out)
             continue
         except StoreError as e:
             _fail(str(e))
@@ -246,10 +251,7 @@ def cite(
             hits = assistant.cite(q, k=k)
         except QuestionError as e:
             failed = True
-            if json_out:
-                typer.echo(_json_line({"query": q, "error": str(e)}))
-            else:
-                _echo(f"error: {e}", err=True)
+            _report_refused("query", q, e, json_out)
             continue
         except StoreError as e:
             _fail(str(e))
