@@ -78,7 +78,7 @@ def collect_seed(assistant: Any, path: Path) -> list[Item]:
 
     out = []
     for q in load_questions(path):
-        r = assistant.retriever.complete(assistant.retriever.retrieve(q.question))
+        r = assistant.retriever.complete(assistant.retriever.retrieve(q.question, k=assistant.depth(q.question)))
         out.append(Item("seed", q.id, q.question, r, set(q.gold), {}, q.key_facts, q.answerable, q.type))
     return out
 
@@ -284,7 +284,8 @@ def choose_decisions(train: list[Item], c: Any, vocabs: dict[str, Any], embeds: 
     2. the document-frequency share above which a term is collection vocabulary, and 3. the paper
        probability at which a list question cites a paper: the seed questions' mean of cites-gold,
        correctness, abstention on unanswerable ones and the list questions' citation F1;
-    4. the abstention threshold: the largest whose wrong abstentions on SciFact claims with evidence stay
+    4. the best-sentence probability under which a term the corpus never uses makes the answer abstain, then
+       the abstention threshold: each the largest whose wrong abstentions on SciFact claims with evidence stay
        <= 4%; among those, the best balance of answering and abstaining on the seed questions."""
     seed = [it for it in train if it.corpus == "seed"]
 
@@ -305,6 +306,7 @@ def choose_decisions(train: list[Item], c: Any, vocabs: dict[str, Any], embeds: 
             return None
         return (m.get("answered", 1.0) + m.get("abstain_unanswerable", 0.0)) / 2 + 1e-3 * m.get("answered", 1.0)
 
+    _grid(c, "missing_below", ABSTAIN_GRID + [0.4, 0.5], train, abstain_key, vocabs, embeds)
     _grid(c, "abstain_below", ABSTAIN_GRID, train, abstain_key, vocabs, embeds)
 
 

@@ -5,10 +5,11 @@
 Every question is looked up once through Retriever.signals (the same lookups `papers ask` makes); the weights
 of the fused rankings and the fusion constant are then chosen by coordinate ascent over a small grid, which
 needs nothing but the rankings. Coordinate ascent over a grid rather than a learned ranker: there are seven
-numbers, the objective (nDCG, MRR) is not differentiable, and a grid cannot overfit beyond its few steps.
+numbers, the objective (nDCG) is not differentiable, and a grid cannot overfit beyond its few steps.
 
-The objective is the mean of SciFact nDCG@10 and the project's questions' MRR, so a weight that helps one corpus
-and hurts the other is not chosen. Held-out figures come from 5-fold cross-validation (fold f of both sets is
+The objective is the mean of SciFact nDCG@10 and the project's questions' nDCG@5 (the same measure on both, and
+one that counts every relevant paper of a list or a comparison), so a weight that helps one corpus and hurts the
+other is not chosen. Held-out figures come from 5-fold cross-validation (fold f of both sets is
 left out, the rest fitted); the final weights are fitted on everything and written with those figures.
 Refit on your own corpus by pointing --seed-store/--questions at it.
 """
@@ -84,7 +85,7 @@ class Batch:
 
 
 def objective(sf: Batch, seed: Batch, w: np.ndarray, k: float, sf_rows: np.ndarray, seed_rows: np.ndarray) -> float:
-    return 0.5 * sf.scores(w, k, sf_rows)["ndcg"] + 0.5 * seed.scores(w, k, seed_rows)["mrr"]
+    return 0.5 * sf.scores(w, k, sf_rows)["ndcg"] + 0.5 * seed.scores(w, k, seed_rows)["ndcg"]
 
 
 def fit(sf: Batch, seed: Batch, sf_rows: np.ndarray, seed_rows: np.ndarray,
@@ -178,7 +179,7 @@ def cross_validate(sf_records: list[dict], seed_records: list[dict], types: dict
     baseline = {"chunks": 1.0}
     result = {
         "k": k, "weights": weights,
-        "fitted_by": "eval/fit_retrieval.py", "objective": "0.5 SciFact train nDCG@10 + 0.5 eval/questions.jsonl MRR",
+        "fitted_by": "eval/fit_retrieval.py", "objective": "0.5 SciFact train nDCG@10 + 0.5 eval/questions.jsonl nDCG@5",
         "heldout_5fold": {"scifact_train": heldout(held_sf, 10), "questions": heldout(held_seed, 5, types)},
         "in_sample": {"scifact_train": measured(sf_records, weights, k, 10),
                       "questions": measured(seed_records, weights, k, 5, types)},

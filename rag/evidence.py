@@ -32,7 +32,11 @@ CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "e
 SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
                      "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
                      "defines_asked", "unseen")
-PAPER_FEATURES = ("best", "second", "best_gap", "paper_rank", "paper_score", "paper_rare", "names_focus")
+# The paper model also sees where each of the retriever's rankings put the paper (1 / rank, 0 when absent):
+# sentence evidence and paper-level evidence (title and whole-abstract BM25, mean chunk vector) are fused here.
+RANKINGS = ("chunks", "dense_chunks", "bm25_chunks", "bm25_paper", "bm25_title", "dense_paper", "dense_top2")
+PAPER_FEATURES = ("best", "second", "best_gap", "paper_rank", "paper_score", "paper_rare", "names_focus",
+                  *(f"rr_{name}" for name in RANKINGS))
 BM25_K1, BM25_B = 1.2, 0.75  # the usual BM25 defaults (Robertson & Zaragoza 2009), as bm25s uses
 
 
@@ -47,6 +51,7 @@ class Constants:
     abstain_below: float        # best sentence probability under which the answer abstains
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
+    missing_below: float = 0.5  # a term the corpus never uses makes the answer abstain when the best sentence is under this
     strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
     weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
@@ -180,7 +185,7 @@ def vocabulary_for(index: Any) -> Vocabulary:
 @lru_cache(maxsize=65536)
 def sentence_stems(sentence: str) -> tuple[str, ...]:
     """Stemmed content terms of a sentence, in order (repeats kept, for BM25 term frequency)."""
-    return tuple(stem(t) for t in terms(sentence))
+    return tuple(map(stem, terms(sentence)))
 
 
 _PAREN_RE = re.compile(r"\(([^()]{1,80})\)")
@@ -357,9 +362,11 @@ def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:
     for pid, cs in by_paper.items():
         probs = sorted((x.prob for x in cs), reverse=True)
         f0 = cs[0].features
+        ranks = getattr(cs[0].paper, "ranks", {}) or {}
         out[pid] = {"best": probs[0], "second": probs[1] if len(probs) > 1 else 0.0, "best_gap": probs[0] - top,
                     "paper_rank": f0["paper_rank"], "paper_score": f0["paper_score"],
-                    "paper_rare": f0["paper_rare"], "names_focus": f0["names_focus"]}
+                    "paper_rare": f0["paper_rare"], "names_focus": f0["names_focus"],
+                    **{f"rr_{n}": 1.0 / ranks[n] if ranks.get(n) else 0.0 for n in RANKINGS}}
     return out
 
 

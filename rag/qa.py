@@ -14,7 +14,7 @@ from rag import prompts
 from rag.cite import SourceText, check_answer
 from rag.evidence import Vocabulary, strength, vocabulary_for
 from rag.extractive import Draft, draft_answer, evidence_for
-from rag.question import analyse
+from rag.question import analyse, is_list_question
 from rag.references import citation_fields, paper_fields
 from rag.retrieve import PaperHit, Retrieval, Retriever
 from rag.schema import Answer, Citation, Retrieved, SentenceCheck
@@ -121,12 +121,19 @@ class Assistant:
 
     # --- questions ----------------------------------------------------------------------------------
 
+    def depth(self, question: str, k: int | None = None) -> int:
+        """Papers to retrieve: k when given, else PAPERS_LIST_TOP_K for a list question, else PAPERS_TOP_K."""
+        if k is not None:
+            return k
+        return max(self.settings.top_k, self.settings.list_top_k) if is_list_question(question) else self.settings.top_k
+
     def _start(self, question: str, k: int | None, paper_ids: list[str] | None,
                mode: str | None) -> tuple[str, bool, Retrieval, float, float]:
         """Validate, pick the mode, retrieve; generation needs every chunk of the retrieved papers."""
         t0 = time.perf_counter()
         q = clean_question(question, self.settings.max_question_chars)
         generate = self.resolve_mode(mode) == "llm"
+        k = self.depth(q, k)
         # Through the LlamaIndex retriever: the one retrieval path, seen by LlamaIndex callbacks and events.
         from rag.integrations.llamaindex import PapersRetriever
 

@@ -33,7 +33,8 @@ FRAME_WORDS = frozenset(stem(w) for w in """which what who whom whose how does d
 LOOKUP_NOUNS = frozenset(stem(w) for w in "paper method approach work framework technique algorithm".split())
 
 _MULTI_RE = re.compile(
-    r"\b(which|what|list|all|any|are there)\b.{0,20}\b(papers|works|methods|abstracts|approaches|ones|studies)\b|\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
+    r"\b(which|what|list|all|any|are there)\b(?:(?!\b(?:paper|work|method|approach|abstract|study|one)\b).){0,20}"
+    r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
 _LOOKUP_RE = re.compile(
     r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
     r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
@@ -187,11 +188,16 @@ def _specific_tokens(question: str, common: Common = _never) -> list[str]:
     return out
 
 
+def is_list_question(question: str) -> bool:
+    """Does the question ask for every paper that fits ("which papers use X?")?"""
+    return bool(_MULTI_RE.search(question))
+
+
 def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     """Classify a question and extract its content terms; `common` tells the collection's common words."""
     common = common or _never
     q = question.strip()
-    multi = bool(_MULTI_RE.search(q))
+    multi = is_list_question(q)
     lookup = multi or bool(_LOOKUP_RE.search(q))
     phrase, asks = _wh_phrase(q, common)
     wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"

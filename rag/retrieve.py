@@ -322,6 +322,11 @@ class Retriever:
                  mode: Mode | None = None, fusion: FusionWeights | None = None) -> Retrieval:
         """Top-k papers for a question, optionally restricted to some paper ids (`fusion`: other weights than
         the fitted ones, for comparisons)."""
+        with one_blas_thread():
+            return self._retrieve(question, k, paper_ids, mode, fusion)
+
+    def _retrieve(self, question: str, k: int | None, paper_ids: list[str] | None, mode: Mode | None,
+                  fusion: FusionWeights | None) -> Retrieval:
         import numpy as np
 
         from rag.text import stems
@@ -344,11 +349,14 @@ class Retriever:
             for rank, pid in enumerate(ranked, 1):
                 if pid in top_set and name in active:
                     hits_by_id[pid].ranks[name] = rank
-        for row, score in sig.fused_rows.items():
-            pid = local.paper_ids[row]
-            if pid in top_set:
-                cos = sig.cosine[row] if row in sig.cosine else float(np.asarray(local.vectors[row]) @ q)
-                hits_by_id[pid].chunks.append(Chunk(local.chunk_ids[row], local.texts[row], cos, score))
+        kept = [row for row in sig.fused_rows if local.paper_ids[row] in top_set]
+        unscored = sorted(row for row in kept if row not in sig.cosine)  # found by BM25 only: one product for all
+        cosine = dict(sig.cosine)
+        if unscored:
+            cosine.update(zip(unscored, (np.asarray(local.vectors[unscored]) @ q).tolist()))
+        for row in kept:
+            hits_by_id[local.paper_ids[row]].chunks.append(
+                Chunk(local.chunk_ids[row], local.texts[row], float(cosine[row]), sig.fused_rows[row]))
         for hit in hits_by_id.values():
             if not hit.chunks:  # found by a paper-level ranking only: every chunk is a candidate
                 rows = local.rows_of_paper.get(hit.paper_id, [])
@@ -427,6 +435,21 @@ def _top_papers(level: Any, q: Any, n: int, paper_ids: list[str] | None) -> list
     top = np.argpartition(-sims, min(n, len(sims)) - 1)[:n] if len(sims) > n else np.arange(len(sims))
     top = top[np.argsort(-sims[top], kind="stable")]
     return [level.paper_ids[int(rows[i])] for i in top]
+
+
+@lru_cache(maxsize=1)
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> Any:
+    """A context in which numpy's BLAS runs on one thread. A question's products are small (a vector against a
+    few thousand rows), and OpenBLAS's second thread only waits on the other core: on 2 busy cores a
+    5,183 x 384 product took 12 ms with two threads and 0.8 ms with one (benchmarks/query_bench.py measures
+    the whole question)."""
+    return _blas().limit(limits=1, user_api="blas")
 
 
 def _hit(e: CatalogEntry, score: float) -> PaperHit:

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
 
     # --- retrieval ---
     top_k: int = Field(5, ge=1, le=50, description="Papers retrieved per question.")
+    list_top_k: int = Field(10, ge=1, le=100, description="Papers retrieved for a list question (\"which papers use "
+                            "X?\") when no k is given: any of them may belong in the answer, which cites those "
+                            "whose evidence passes.")
     candidates: int = Field(40, ge=1, le=1000, description="Chunks each retriever returns before fusion.")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval mode.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant of the chunk-level fusion.")
