@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from rag.prompts import ABSTAIN_PREFIX
 
-from .conftest import load_questions
+from .conftest import ROOT, load_questions
 
 
 def cited_labels(answer) -> list[str]:  # noqa: ANN001
@@ -129,3 +135,21 @@ def test_abstention_names_the_closest_papers(assistant) -> None:
 
     a = assistant.ask("Compare AlphaFold and RoseTTAFold")
     assert a.abstained and a.answer.startswith(ABSTAIN_PREFIX) and ABSTAIN_CLOSEST in a.answer
+
+
+@pytest.mark.slow
+def test_answers_do_not_depend_on_the_process(corpus_settings) -> None:  # noqa: ANN001
+    """Every hand-written question answered in two fresh processes with different string hashing (set and
+    dict order of strings) gets the same answer: no decision may rest on the order a set is iterated in."""
+    exe = Path(sys.executable).with_name("papers")
+    questions = [q["question"] for f in ("questions.jsonl", "questions_heldout.jsonl") for q in load_questions(f)]
+    answers = []
+    for seed in ("0", "1"):
+        env = dict(os.environ, PAPERS_DATA_DIR=str(corpus_settings.data_dir), PYTHONHASHSEED=seed)
+        out = subprocess.run([str(exe), "ask", "-", "--json", "--mode", "extractive"], input="\n".join(questions),
+                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        answers.append([json.loads(line)["answer"] for line in out.stdout.splitlines() if line.strip()])
+    assert len(answers[0]) == len(questions)
+    differ = [q for q, a, b in zip(questions, *answers) if a != b]
+    assert not differ, differ
