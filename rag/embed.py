@@ -44,18 +44,23 @@ def is_local(name: str) -> bool:
     return name in _BUNDLED_ALIASES or Path(name).expanduser().exists()
 
 
-@lru_cache(maxsize=4)
-def get_doc_embedder(model: str, batch_size: int) -> BaseEmbedding:
-    """The sentence-transformers model behind llama-index's HuggingFaceEmbedding, for ingest and queries."""
+def _quiet_loading(model: str) -> str:
+    """The model's path, with the hub switched off for local models and transformers' load bars silenced."""
     if is_local(model):
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    path = resolve_model_path(model)
-    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a bar per model load floods non-interactive logs
     hf_logging.set_verbosity_error()
+    return resolve_model_path(model)
+
+
+@lru_cache(maxsize=4)
+def get_doc_embedder(model: str, batch_size: int) -> BaseEmbedding:
+    """The sentence-transformers model behind llama-index's HuggingFaceEmbedding, for ingest and queries."""
+    path = _quiet_loading(model)
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     try:
         return HuggingFaceEmbedding(model_name=path, embed_batch_size=batch_size, normalize=True, device="cpu")
@@ -90,9 +95,10 @@ def ensure_onnx(settings: Settings, force: bool = False) -> Path | None:
         return None
 
 
-# Runtimes and the vectors they make: torch and the fp32 ONNX export compute the same fp32 graph (cosine to
-# each other >= 0.9999, tests/test_embed.py), so their vectors mix; int8 vectors are a different family.
-RUNTIME_FAMILY = {"torch": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
+# Runtimes and the vectors they make: torch, the fp32 ONNX export and torch under bf16 autocast compute the
+# fp32 graph's vectors (cosine to torch's >= 0.9999, tests/test_embed.py), so their vectors mix; int8 vectors
+# are a different family.
+RUNTIME_FAMILY = {"torch": "fp32", "onnx": "fp32", "torch-bf16": "fp32", "onnx-int8": "int8"}
 
 
 def runtime_id(family: str, settings: Settings) -> str:
@@ -110,6 +116,21 @@ def runtime_family(record: str | None) -> str:
 def embedder_runtime(embedder: object, settings: Settings) -> str:
     """The runtime record of an embedder object (anything but the int8 ONNX embedder computes fp32 vectors)."""
     return getattr(embedder, "runtime", "") or runtime_id("fp32", settings)
+
+
+def embedder_engine(embedder: object) -> str:
+    """Which PAPERS_EMBED_RUNTIME really computed an embedder's vectors (llama-index's embedder is torch)."""
+    return getattr(embedder, "engine", "") or "torch"
+
+
+def ingest_engine(settings: Settings) -> str:
+    """The runtime ingest uses for settings.embed_runtime on this machine: 'auto' and 'torch-bf16' mean bf16
+    where the CPU computes it natively and the fp32 ONNX export elsewhere (emulated bf16 is slower than fp32)."""
+    if settings.embed_runtime in ("auto", "torch-bf16"):
+        from rag.torch_embed import native_bf16
+
+        return "torch-bf16" if native_bf16() else "onnx"
+    return settings.embed_runtime
 
 
 def ensure_int8(settings: Settings) -> Path | None:
@@ -140,11 +161,27 @@ def _onnx_embedder(onnx_file: str, model_dir: str, batch_size: int = 32, threads
     return OnnxEmbedding(Path(onnx_file), model_dir, batch_size, threads, runtime)
 
 
+@lru_cache(maxsize=2)
+def _bf16_embedder(model: str, batch_size: int, runtime: str) -> BaseEmbedding:
+    path = _quiet_loading(model)
+    from sentence_transformers import SentenceTransformer
+
+    from rag.torch_embed import Bf16Embedding
+
+    try:
+        return Bf16Embedding(SentenceTransformer(path, device="cpu"), model, batch_size, runtime)
+    except Exception as e:  # a wrong path or an unreachable hub name: say which setting to fix
+        raise EmbeddingModelError(f"cannot load embedding model '{model}' (PAPERS_EMBED_MODEL): {e}") from None
+
+
 def ingest_embedder_for(settings: Settings) -> BaseEmbedding:
-    """The embedder ingest uses (settings.embed_runtime). A model the ONNX exporter cannot handle, or a hub-only
+    """The embedder ingest uses (`ingest_engine`). A model the ONNX exporter cannot handle, or a hub-only
     model, is embedded with torch; the store records what was really used."""
-    if settings.embed_runtime != "torch":
-        int8 = settings.embed_runtime == "onnx-int8"
+    engine = ingest_engine(settings)
+    if engine == "torch-bf16":
+        return _bf16_embedder(settings.embed_model, settings.embed_batch_size, runtime_id("fp32", settings))
+    if engine != "torch":
+        int8 = engine == "onnx-int8"
         target = ensure_int8(settings) if int8 else ensure_onnx(settings, force=True)
         if target is not None and target.exists():
             return _onnx_embedder(str(target), resolve_model_path(settings.embed_model), settings.embed_batch_size,

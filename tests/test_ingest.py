@@ -154,6 +154,25 @@ def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Pa
     assert not getattr(Retriever(s).embedder, "runtime", "").startswith("int8")
 
 
+def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+    """torch-bf16 makes fp32-family vectors: papers added with the fp32 export go into the same store, and the
+    store records both runtimes that wrote it."""
+    import rag.torch_embed
+    from rag.embed import ingest_embedder_for
+
+    if not rag.torch_embed.native_bf16():
+        pytest.skip("this CPU has no native bf16 (AVX512-BF16 or AMX): torch-bf16 is never used here")
+    s = make_settings(tmp_path / "data", embed_runtime="auto")
+    first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
+    assert first.embed_engine == "torch-bf16" and first.embed_runtime.startswith("fp32:")
+    monkeypatch.setattr(rag.torch_embed, "native_bf16", lambda: False)  # a CPU without: auto means onnx
+    extra = write_jsonl(tmp_path / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    more = ingest(s, [tiny_corpus, extra], embedder=ingest_embedder_for(s), progress=False)
+    assert more.embed_engine == "onnx" and more.embed_runtime == first.embed_runtime and more.added
+    store = Store.open(s)
+    assert store.embed_runtime == first.embed_runtime and store.embed_engines == ["onnx", "torch-bf16"]
+
+
 def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
     from typer.testing import CliRunner
 
@@ -167,6 +186,7 @@ def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, mon
     assert first.exit_code == 0, first.output
     d = json.loads(first.stdout)
     assert d["embed_runtime"].startswith("int8:") and d["interrupted"] is False and d["not_embedded"] == 0
+    assert d["embed_engine"] == "onnx-int8"
     assert {"open_store_s", "scan_s", "load_model_s", "chunk_s", "tokenize_s", "embed_s", "write_chunks_s",
             "write_catalog_s", "embed_and_write_s", "local_index_s"} <= set(d["phases"])
     assert d["phases"]["embed_s"] > 0 and d["phases"]["embed_and_write_s"] <= d["seconds"]
