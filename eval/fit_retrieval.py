@@ -179,7 +179,8 @@ def cross_validate(sf_records: list[dict], seed_records: list[dict], types: dict
     baseline = {"chunks": 1.0}
     result = {
         "k": k, "weights": weights,
-        "fitted_by": "eval/fit_retrieval.py", "objective": "0.5 SciFact train nDCG@10 + 0.5 eval/questions.jsonl nDCG@5",
+        "fitted_by": "eval/fit_retrieval.py",
+        "objective": "0.5 SciFact train nDCG@10 + 0.5 eval/questions.jsonl nDCG@5",
         "heldout_5fold": {"scifact_train": heldout(held_sf, 10), "questions": heldout(held_seed, 5, types)},
         "in_sample": {"scifact_train": measured(sf_records, weights, k, 10),
                       "questions": measured(seed_records, weights, k, 5, types)},

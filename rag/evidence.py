@@ -51,7 +51,7 @@ class Constants:
     abstain_below: float        # best sentence probability under which the answer abstains
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
-    missing_below: float = 0.5  # a term the corpus never uses makes the answer abstain when the best sentence is under this
+    missing_below: float = 0.5  # an asked term the corpus never uses: abstain when the best sentence is under this
     strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
     weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary

@@ -145,7 +145,7 @@ FOREIGN_SHARE = 0.5  # a question is in another language when more than half its
 def _foreign(question: str, vocab: Vocabulary) -> bool:
     """Are most of the question's words (four letters or more) ones no indexed chunk uses? Corpus-derived, so a
     terse English claim ("Activated Cdk5 regulates neuronal death") is not mistaken for another language."""
-    words = [w for w in re.findall(r"[^\W\d_]{4,}", question.lower())]
+    words = re.findall(r"[^\W\d_]{4,}", question.lower())
     if len(words) < 3 or vocab.index is None:
         return False
     return sum(vocab.unseen(stem(w)) for w in words) > FOREIGN_SHARE * len(words)

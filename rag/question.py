@@ -34,7 +34,8 @@ LOOKUP_NOUNS = frozenset(stem(w) for w in "paper method approach work framework 
 
 _MULTI_RE = re.compile(
     r"\b(which|what|list|all|any|are there)\b(?:(?!\b(?:paper|work|method|approach|abstract|study|one)\b).){0,20}"
-    r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
+    r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|"
+    r"\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
 _LOOKUP_RE = re.compile(
     r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
     r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
