@@ -35,6 +35,7 @@ from common import (
 from synth import generate
 
 from rag.settings import Settings
+from rag.store import release_reader_lock
 
 RESULTS = ROOT / "benchmarks" / "results"
 AVG_CHUNKS_PER_PAPER = 8.0  # measured on the synthetic generator; refined below
@@ -163,6 +164,7 @@ def measure(args: argparse.Namespace, work: Path) -> list[dict]:
         assert not again.changed and report.chunks_embedded == len(texts)
         env = {"PAPERS_DATA_DIR": str(settings.data_dir), "PAPERS_ENV_FILE": "/dev/null", "PATH": "/usr/bin:/bin",
                "HF_HUB_OFFLINE": "1", "HOME": str(Path.home())}
+        release_reader_lock(settings)  # this process read the store: the command's ingest may write it
         t = time.perf_counter()
         subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest", str(corpus)], check=True, capture_output=True,
                        env=env, cwd=ROOT)

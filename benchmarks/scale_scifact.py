@@ -70,11 +70,15 @@ def main() -> None:
     try:
         for copies in args.copies:
             print(f"== SciFact x{copies}", file=sys.stderr, flush=True)
-            corpus = work / f"scifact-x{copies}.jsonl"
-            corpus.parent.mkdir(parents=True, exist_ok=True)
-            corpus.write_text("".join(json.dumps(r) + "\n" for r in copied(records, copies)), encoding="utf-8")
+            corpus = work / f"scifact-x{copies}"  # one file per copy: each stays under PAPERS_MAX_FILE_MB
+            corpus.mkdir(parents=True, exist_ok=True)
+            every = copied(records, copies)
+            for c in range(copies):
+                part = every[c * len(records):(c + 1) * len(records)]
+                (corpus / f"copy-{c}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
             settings = bench_settings(work / f"data-x{copies}", embed_runtime=args.runtime)
             from rag.ingest import ingest
+            from rag.store import release_reader_lock
 
             t = time.perf_counter()
             report = ingest(settings, [corpus], embedder=CachedEmbedding(cache), progress=False)
@@ -86,6 +90,7 @@ def main() -> None:
             assert not again.changed
             env = {"PAPERS_DATA_DIR": str(settings.data_dir), "PAPERS_ENV_FILE": "/dev/null", "PATH": "/usr/bin:/bin",
                    "HF_HUB_OFFLINE": "1", "HOME": str(Path.home()), "PAPERS_EMBED_RUNTIME": args.runtime}
+            release_reader_lock(settings)  # this process read the store: the command's ingest may write it
             t = time.perf_counter()
             subprocess.run([str(ROOT / ".venv/bin/papers"), "ingest", str(corpus)], check=True, capture_output=True,
                            env=env, cwd=ROOT)
