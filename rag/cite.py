@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag import prompts
 from rag.labels import is_coined
@@ -129,8 +130,10 @@ _VAGUE = {"answer", "about", "approximately", "around", "roughly", "nearly", "al
           "result", "number", "figure", "reach", "reaches", "up"}
 
 
-def number_contexts(text: str) -> dict[str, set[str]]:
-    """For each number in a text, the stems of the content words within CONTEXT_WORDS of it."""
+@lru_cache(maxsize=1024)
+def number_contexts(text: str) -> dict[str, frozenset[str]]:
+    """For each number in a text, the stems of the content words within CONTEXT_WORDS of it (cached: every
+    sentence of an answer is checked against the same source texts)."""
     from rag.text import STOPWORDS, stem
 
     words = re.findall(r"[-+]?\d[\d,.]*\d|\d|[A-Za-z][\w-]*", text)
@@ -143,7 +146,7 @@ def number_contexts(text: str) -> dict[str, set[str]]:
         ctx = {stem(x.lower()) for x in near if x[0].isalpha() and x.lower() not in STOPWORDS | _VAGUE}
         for v in value:
             out.setdefault(v, set()).update(ctx)
-    return out
+    return {v: frozenset(ctx) for v, ctx in out.items()}
 
 
 def _facts_missing(clean: str, sources: list[SourceText]) -> str | None:
@@ -210,6 +213,12 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
         if foreign:
             checks.append(SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)))
             continue
+        quote = _verbatim(clean, valid, by_n)
+        if quote is not None and _facts_missing(clean, [by_n[quote[0]]]) is None:
+            # The quoted source alone holds the sentence's numbers and names, so every group below that contains
+            # it would pass too: the same verdict, without scanning the other cited sources.
+            checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
+            continue
         # One cited source must hold all the sentence's numbers and names, unless the sentence names several
         # of its cited papers: otherwise a number from one paper could support a claim about another.
         several = sum(names_paper(clean, src.label) for src in cited) >= 2
@@ -219,7 +228,6 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
             checks.append(SentenceCheck(shown, valid, False, next(r for r in reasons if r)))
             continue
         supporting = [n for n, r in zip(valid if len(groups) > 1 else [valid[0]], reasons) if r is None]
-        quote = _verbatim(clean, valid, by_n)
         if quote is not None:
             checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
             continue

@@ -31,7 +31,7 @@ CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "e
 
 SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
                      "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
-                     "defines_asked", "unseen")
+                     "defines_asked", "unseen", "introduces_asked", "after_intro_asked")
 # The paper model also sees where each of the retriever's rankings put the paper (1 / rank, 0 when absent):
 # sentence evidence and paper-level evidence (title and whole-abstract BM25, mean chunk vector) are fused here.
 RANKINGS = ("chunks", "dense_chunks", "bm25_chunks", "bm25_paper", "bm25_title", "dense_paper", "dense_top2")
@@ -238,17 +238,23 @@ class QuestionTerms:
     focus_names: dict[str, str]  # paper id -> the name used
     asks_definition: bool
     unseen: float
+    asks_contribution: bool = False  # "what does X do / propose", "main idea of X"
 
 
 def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks_definition: bool,
-                   focus_names: dict[str, str]) -> QuestionTerms:
+                   focus_names: dict[str, str], asks_contribution: bool = False) -> QuestionTerms:
     words = list(dict.fromkeys(stem(t) for t in terms(question)))
     idf = vocab.idf(words)
     top = max(idf.values(), default=0.0)
     rare = {w for w in words if idf[w] >= 0.6 * top} if top else set()
     total = sum(idf.values()) or 1.0
     unseen = sum(v for w, v in idf.items() if vocab.unseen(w)) / total
-    return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen)
+    return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen,
+                         asks_contribution)
+
+
+def _names(sentence: str, name: str) -> bool:
+    return bool(re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", sentence, re.I))
 
 
 def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | None,
@@ -299,30 +305,42 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     n_of_paper: dict[str, int] = {}
     for r in raw:
         n_of_paper[r[0].paper_id] = n_of_paper.get(r[0].paper_id, 0) + 1
+    label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
     # Rare question terms present anywhere in a paper (its text and label).
     paper_rare: dict[str, float] = {}
     for p in papers:
-        have = set(sentence_stems(p.text)) | set(sentence_stems(p.label)) | set(sentence_stems(getattr(p, "title", "")))
+        have = set(sentence_stems(p.text)) | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
         paper_rare[p.paper_id] = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
     others = {w for r in raw for w in r[5]} - qset
     other_rarity = {w: v / vocab.max_idf for w, v in vocab.idf(others).items()}
     max_cos = max(r[4] for r in raw)
+    # Asked what a named paper does: where its abstract first names the method ("We introduce X, ...") and the
+    # sentence after it, which often says how X works. Both are features (fitted), not rules, since the
+    # answer is sometimes the naming sentence, sometimes the next one, and sometimes neither.
+    intro: dict[str, int] = {}
+    if qt.asks_contribution:
+        for r in raw:
+            name = qt.focus_names.get(r[0].paper_id, "")
+            if name and r[0].paper_id not in intro and _names(r[3], name):
+                intro[r[0].paper_id] = r[2]
+    q_idf = [(w, qt.idf[w]) for w in qset]
+    k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
     bm25s_: list[float] = []
     for r in raw:
-        dl = len(r[5])
-        tf: dict[str, int] = {}
-        for w in r[5]:
-            if w in qset:
-                tf[w] = tf.get(w, 0) + 1
-        score = sum(qt.idf[w] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
-                    for w, f in tf.items())
+        st = r[5]
+        base = BM25_K1 * (1 - BM25_B) + norm * len(st)
+        score = 0.0
+        for w, idf in q_idf:
+            f = st.count(w)
+            if f:
+                score += idf * f * (k1 + 1) / (f + base)
         bm25s_.append(score / total_idf)
     max_bm25 = max(bm25s_) or 1.0
     out: list[Candidate] = []
     for r, bm in zip(raw, bm25s_):
         p, rank, j, s, cos, st = r
-        have = set(st) | set(sentence_stems(p.label))
-        overlap = sum(qt.idf[w] for w in qset if w in have) / total_idf
+        have = label_stems[p.paper_id].union(st)
+        overlap = sum(v for w, v in q_idf if w in have) / total_idf
         rare_share = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
         own = [other_rarity[w] for w in st if w in other_rarity]
         name = qt.focus_names.get(p.paper_id, "")
@@ -336,6 +354,8 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
             "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
             "unseen": qt.unseen,
+            "introduces_asked": 1.0 if intro.get(p.paper_id, -2) == j else 0.0,
+            "after_intro_asked": 1.0 if intro.get(p.paper_id, -2) == j - 1 else 0.0,
         }
         out.append(Candidate(p, rank, j, s, f))
     _score(out, c)

@@ -76,6 +76,24 @@ def bm25_index(texts: list[str]) -> Any:
     return bm25
 
 
+def _top(bm25: Any, tokens: list[str], n: int, mask: Any = None) -> list[tuple[int, float]]:
+    """Top-n (row, score) of a BM25 index with a positive score, best first (ties: lower row first).
+
+    bm25s scores the query (`get_scores`); the selection is done here because `BM25.retrieve` partitions all
+    rows with `argpartition(scores, -k)`, which is slow on score arrays that are mostly zeros: 1.7 ms against
+    0.2 ms for the same top 100 of 43k chunks. Only rows that hold a query term are ranked.
+    """
+    import numpy as np
+
+    scores = bm25.get_scores(tokens, weight_mask=mask)
+    rows = np.flatnonzero(scores > 0)
+    if len(rows) > n:
+        rows = rows[np.argpartition(-scores[rows], n - 1)[:n]]
+        rows.sort()
+    rows = rows[np.argsort(-scores[rows], kind="stable")]
+    return [(int(r), float(scores[r])) for r in rows]
+
+
 @dataclass
 class PaperLevel:
     """Paper-level evidence beside the chunk index: BM25 over title + whole abstract, BM25 over the title
@@ -109,9 +127,7 @@ class PaperLevel:
             mask[[self.row_of[p] for p in paper_ids if p in self.row_of]] = 1.0
             if not mask.any():
                 return []
-        docs, scores = bm25.retrieve([tokens], k=min(n, len(self.paper_ids)), show_progress=False,
-                                     weight_mask=mask)
-        return [(self.paper_ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return [(self.paper_ids[d], s) for d, s in _top(bm25, tokens, n, mask)]
 
 
 def build_paper_level(papers: dict[str, CatalogEntry], chunk_paper_ids: list[str], vectors: Any) -> PaperLevel:
@@ -179,8 +195,7 @@ class LocalIndex:
                 mask[self.rows_of_paper.get(pid, [])] = 1.0
             if not mask.any():
                 return []
-        docs, scores = self.bm25.retrieve([tokens], k=min(n, self.size), show_progress=False, weight_mask=mask)
-        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return _top(self.bm25, tokens, n, mask)
 
     def idf(self, words: set[str]) -> dict[str, float]:
         """BM25 inverse document frequency of stemmed words (words the index has never seen are rarest)."""

@@ -167,11 +167,13 @@ class QuestionInfo:
 def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bool:
     """A word that names something: not the collection's common vocabulary (LLM, RL, API in an NLP corpus,
     by document frequency) and not an ordinary word."""
-    if len(part) < 2 or common(part) or (part.endswith("s") and common(part[:-1])):
+    if len(part) < 2:
         return False
     inner_caps = any(c.isupper() for c in part[1:])
     has_digit = any(c.isdigit() for c in part) and any(c.isalpha() for c in part)
-    return inner_caps or has_digit or (mid_sentence and part[0].isupper())
+    if not (inner_caps or has_digit or (mid_sentence and part[0].isupper())):
+        return False  # decided before `common`, whose document frequencies cost a posting-list scan per word
+    return not (common(part) or (part.endswith("s") and common(part[:-1])))
 
 
 def _specific_tokens(question: str, common: Common = _never) -> list[str]:

@@ -408,17 +408,20 @@ def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
     import numpy as np
 
     rows = [local.rows_of_paper.get(p, []) for p in papers]
-    flat = [r for rs in rows for r in rs]
-    if not flat:
+    kept = [(p, rs) for p, rs in zip(papers, rows) if rs]
+    if not kept:
         return []
-    sims = np.asarray(local.vectors[np.asarray(sorted(set(flat)))]) @ q
-    at = {r: float(c) for r, c in zip(sorted(set(flat)), sims)}
-    score = {}
-    for p, rs in zip(papers, rows):
-        if rs:
-            best = sorted((at[r] for r in rs), reverse=True)[:2]
-            score[p] = sum(best) / len(best)
-    return sorted(score, key=score.get, reverse=True)
+    flat = np.fromiter((r for _, rs in kept for r in rs), dtype=np.int64)
+    owner = np.repeat(np.arange(len(kept)), [len(rs) for _, rs in kept])
+    sims = np.asarray(local.vectors[flat]) @ q  # a paper's rows are its own: no row is shared
+    # Each paper's two best: sort by (paper, -cosine), then take the first two of every paper's run.
+    order = np.lexsort((-sims, owner))
+    owner, sims = owner[order], sims[order]
+    start = np.searchsorted(owner, np.arange(len(kept)))
+    counts = np.diff(np.append(start, len(owner)))
+    second = np.where(counts > 1, sims[np.minimum(start + 1, len(sims) - 1)], sims[start])
+    score = (sims[start] + second) / 2
+    return [kept[int(i)][0] for i in np.argsort(-score, kind="stable")]
 
 
 def _top_papers(level: Any, q: Any, n: int, paper_ids: list[str] | None) -> list[str]:

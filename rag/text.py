@@ -164,12 +164,15 @@ _NUMBER_WORDS["order of magnitude"] = "10"
 _NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
-def numbers(text: str) -> set[str]:
-    """Numbers in a text, normalised ("1,800" -> "1800", "+6.2" -> "6.2", "70.0" -> "70", "three" -> "3")."""
+@lru_cache(maxsize=8192)
+def numbers(text: str) -> frozenset[str]:
+    """Numbers in a text, normalised ("1,800" -> "1800", "+6.2" -> "6.2", "70.0" -> "70", "three" -> "3").
+
+    Cached: the citation check asks it of the same source texts and labels for every answer sentence."""
     out: set[str] = {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD_RE.findall(text)}
     for m in _NUMBER_RE.findall(text):
         value = m.lstrip("+-").replace(",", "")
         if "." in value:
             value = value.rstrip("0").rstrip(".")
         out.add(value or "0")
-    return out
+    return frozenset(out)

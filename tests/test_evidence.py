@@ -45,6 +45,13 @@ SYNTHETIC = [
      "Grazing changes how much carbon grassland soils store. "
      "Across 65 paired plots, moderate grazing increased topsoil carbon by 9% compared with exclusion. "
      "Heavy grazing reduced soil carbon in dry sites but not in wet ones."),
+    ("Dune recovery after storms",
+     "Coastal dunes erode during storms, and existing surveys miss how fast they recover. "
+     "We introduce Sandmark, which addresses this gap through two complementary components. "
+     "First, buried magnetic tags record how deep each storm strips the sand. "
+     "Second, weekly drone photogrammetry maps the dune surface between storms. "
+     "Across 14 beaches, Sandmark recovers erosion depth with 92% accuracy and shows dunes recovering three "
+     "times faster than earlier estimates."),
 ]
 
 
@@ -80,6 +87,14 @@ def test_comparison_quotes_each_named_paper(synthetic) -> None:
     assert not a.abstained
     assert set(_cited_ids(a)) == {_id_of(synthetic, "Hydroleaf"), _id_of(synthetic, "Rootweave")}
     assert a.answer.count("“") == 2  # one sentence from each
+
+
+def test_contribution_quotes_the_sentence_that_introduces_the_method(synthetic) -> None:
+    # Sandmark's abstract names the method in a framing sentence; the next one says how it works.
+    for question, paper, says in [("What does Rootweave do?", "Rootweave", "an isotope tracing method"),
+                                  ("What does Sandmark do?", "Sandmark", "buried magnetic tags")]:
+        a = synthetic.ask(question)
+        assert not a.abstained and _cited_ids(a) == [_id_of(synthetic, paper)] and says in a.answer
 
 
 def test_list_question_cites_every_paper_holding_the_name(synthetic) -> None:

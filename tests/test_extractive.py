@@ -102,7 +102,6 @@ def test_definition_quotes_the_expansion(assistant) -> None:
     assert "6.7%" not in a.answer
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 11): the scorer still prefers ReLoop's framing sentence")
 def test_contribution_quotes_what_the_method_does(assistant) -> None:
     a = assistant.ask("What does ReLoop do?")
     assert cited_labels(a) == ["ReLoop"]
