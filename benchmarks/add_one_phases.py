@@ -26,14 +26,14 @@ from common import bench_settings
 
 STEPS = {  # module -> functions (Class.method for methods); missing ones are skipped
     "rag.store": ["Store.open", "Store.check_vectors", "Store.catalog", "Store.get_papers", "Store.begin_update",
-                  "Store.commit", "Store.delete_papers", "writer_lock"],
+                  "Store.commit", "Store.delete_papers"],
     "rag.corpus": ["scan"],
     "rag.ingest": ["_embed_and_write"],
     "rag.embed": ["ensure_onnx", "ingest_embedder_for"],
-    "rag.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "_load", "_read_chunks",
-                       "updated_local_index", "_index", "bm25_index", "build_paper_level", "_publish", "_save",
-                       "_counts_of_texts", "_extended_counts", "_bm25_from_counts", "_load_counts",
-                       "updated_paper_level", "_write_rows", "_stack_rows", "committed_index", "_new_tmp"],
+    "rag.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index", "_load",
+                       "_read_chunks", "updated_local_index", "_index", "bm25_index", "build_paper_level",
+                       "_updated_bm25", "_bm25_from_counts", "updated_paper_level", "_stack_rows", "_publish", "_save",
+                       "_save_vectors"],
 }
 
 
@@ -64,10 +64,7 @@ def instrument(log: list[tuple[int, str, float]]) -> None:
             if fn is None:
                 continue
             if isinstance(owner, type) and isinstance(owner.__dict__.get(attr), classmethod):
-                real = owner.__dict__[attr].__func__
-                setattr(owner, attr, classmethod(wrap(real, name)))
-            elif name == "writer_lock":
-                continue  # a context manager: its time shows as the gap between ingest and its steps
+                setattr(owner, attr, classmethod(wrap(owner.__dict__[attr].__func__, name)))
             else:
                 setattr(owner, attr, wrap(fn, name))
 

@@ -331,6 +331,8 @@ def updated_paper_level(previous: PaperLevel | None, previous_papers: dict[str, 
     title_bm25 = _updated_bm25(previous.title_bm25, reuse_head, heads)
     if title_bm25 is None:
         title_bm25 = bm25_index([heading(papers[p].title, papers[p].label) for p in ids])
+    if np.array_equal(reuse_vector, np.arange(len(previous.paper_ids))):  # the same papers' chunks, in order
+        return PaperLevel(ids, bm25, title_bm25, previous.vectors)
     means = np.empty((len(ids), vectors.shape[1]), dtype=np.float32)
     old = reuse_vector >= 0
     means[old] = np.asarray(previous.vectors)[reuse_vector[old]] if old.any() else 0
@@ -467,15 +469,14 @@ def build_local_index(store: Store) -> LocalIndex | None:
 
 
 def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
-                        moved: set[str] | None = None, scratch: Path | None = None) -> LocalIndex | None:
+                        moved: set[str] | None = None) -> LocalIndex | None:
     """The index after an ingest, from the one before it: rows and paper records of untouched papers are
     kept, and only the chunks and records of touched papers (added, re-embedded or removed) and the records
     of moved ones are read from the store.
 
     Reading every chunk and record back is most of a full build (1.6 of 3.3 s at 10k chunks here) and grows
     with the store, while an ingest usually touches a few papers. Kept rows take their label from the paper
-    record, which ingest writes from the same paper as the chunks' metadata. With `scratch` (the folder the
-    index will be saved in), the chunk vectors are written there at once and memory-mapped (see `_write_rows`).
+    record, which ingest writes from the same paper as the chunks' metadata.
     """
     import numpy as np
 
@@ -493,14 +494,8 @@ def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
     if not texts:
         return None
     keep_rows = np.asarray(keep, dtype=np.int64)
-    all_vectors = None
-    if scratch is not None:
-        try:
-            all_vectors = _write_rows(scratch / VECTORS_FILE, previous.vectors, keep_rows, vectors)
-        except OSError:  # e.g. a full disk: kept in memory, and saving it says why it cannot be saved
-            all_vectors = None
-    if all_vectors is None:
-        all_vectors = _stack_rows(previous.vectors, keep_rows, vectors)
+    unchanged = not n_new and len(keep) == previous.size  # only records changed: the same rows, in order
+    all_vectors = previous.vectors if unchanged else _stack_rows(previous.vectors, keep_rows, vectors)
     # A kept chunk keeps its BM25 counts unless its heading (part of its BM25 text) changed with its record.
     relabelled = {pid for pid in reread - touched if pid in papers and pid in previous.papers
                   and heading(previous.papers[pid].title, previous.papers[pid].label) != heads[pid]}
@@ -515,7 +510,8 @@ def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
 
 
 def _stack_rows(previous: Any, keep: Any, parts: list[Any]) -> Any:
-    """Rows `keep` of `previous` (memory-mapped), then `parts`, copied once into a new float32 array."""
+    """Rows `keep` of `previous` (memory-mapped), then `parts`, copied once into a new float32 array (taking
+    the rows and concatenating copied everything twice)."""
     import numpy as np
 
     out = np.empty((len(keep) + sum(len(p) for p in parts), previous.shape[1]), dtype=np.float32)
@@ -537,33 +533,6 @@ def _runs(array: Any, rows: Any) -> list[Any]:
     return [array[rows[a]:rows[b - 1] + 1] for a, b in zip(starts, ends)]
 
 
-def _write_rows(path: Path, previous: Any, keep: Any, parts: list[Any]) -> Any:
-    """Save rows `keep` of `previous`, then `parts`, as a .npy file at `path`; return it memory-mapped.
-
-    An ingest adding a paper keeps every row: writing the kept runs straight from the previous file's mapping
-    costs one copy (0.04-0.09 s at 130k x 384 here), building the array in memory and saving it two (0.09-0.19
-    s). Nothing removed or added: the previous file is linked (copied where links are not possible).
-    """
-    import numpy as np
-
-    dim = previous.shape[1]
-    n = len(keep) + sum(len(p) for p in parts)
-    source = getattr(previous, "filename", None)
-    if source and n == len(keep) == len(previous) and (not n or keep[-1] == n - 1) \
-            and np.load(source, mmap_mode="r").shape == previous.shape:
-        try:
-            os.link(source, path)
-        except OSError:
-            shutil.copyfile(source, path)
-        return np.load(path, mmap_mode="r")
-    with open(path, "wb") as f:
-        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
-                                                 "fortran_order": False, "shape": (n, dim)})
-        for part in _runs(previous, keep) + list(parts):
-            f.write(memoryview(np.ascontiguousarray(part, dtype=np.float32)).cast("B"))
-    return np.load(path, mmap_mode="r")
-
-
 def _json_bytes(value: Any) -> bytes:
     """JSON as `json.dumps` writes it, in a fifth of the time (orjson, which chromadb requires); text orjson
     refuses (lone surrogates from a broken PDF) goes through json."""
@@ -581,14 +550,28 @@ def _save(index: LocalIndex, folder: Path) -> None:
     _save_bm25(index.bm25, folder)
     (folder / TABLE_FILE).write_bytes(_json_bytes({"chunk_ids": index.chunk_ids, "paper_ids": index.paper_ids,
                                                    "texts": index.texts}))
-    written = getattr(index.vectors, "filename", None)  # by updated_local_index, into this folder
-    if not (written and (folder / VECTORS_FILE).exists() and os.path.samefile(written, folder / VECTORS_FILE)):
-        np.save(folder / VECTORS_FILE, index.vectors)
+    _save_vectors(index.vectors, folder / VECTORS_FILE)
     (folder / PAPERS_FILE).write_bytes(_json_bytes([e.__dict__ for e in index.papers.values()]))
     level = index.papers_index
     _save_bm25(level.bm25, folder / PAPER_BM25_DIR)
     _save_bm25(level.title_bm25, folder / TITLE_BM25_DIR)
-    np.save(folder / PAPER_VECTORS_FILE, level.vectors)
+    _save_vectors(level.vectors, folder / PAPER_VECTORS_FILE)
+
+
+def _save_vectors(vectors: Any, path: Path) -> None:
+    """np.save, or a hard link to the saved file the vectors are a memory map of, whole: an ingest that only
+    moved papers keeps every row (nothing is ever written into a saved file, so versions may share one)."""
+    import numpy as np
+
+    source = getattr(vectors, "filename", None) if isinstance(vectors, np.memmap) else None
+    if source:
+        try:
+            if np.load(source, mmap_mode="r").shape == vectors.shape:
+                os.link(source, path)
+                return
+        except OSError:  # another file system, or links not allowed: written out
+            pass
+    np.save(path, vectors)
 
 
 def _save_bm25(bm25: Any, folder: Path) -> None:
@@ -684,21 +667,9 @@ def update_local_index(settings: Settings, store: Store, previous_version: str, 
     if previous is None:
         publish_full_index(settings, store, version)
         return
-    path = index_dir(settings, version)
-    try:
-        tmp = _new_tmp(path)
-    except OSError:  # unwritable: built in memory, and _publish says why it cannot be saved
-        tmp = None
-    try:
-        index = updated_local_index(previous, store, touched, moved, scratch=tmp)
-    except BaseException:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    index = updated_local_index(previous, store, touched, moved)
     if index is not None:
-        _publish(settings, path, index, replace=True, tmp=tmp)
-    elif tmp is not None:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _publish(settings, index_dir(settings, version), index, replace=True)
 
 
 def publish_full_index(settings: Settings, store: Store, version: str) -> LocalIndex | None:
@@ -724,29 +695,20 @@ def remove_other_versions(settings: Settings, keep: set[str]) -> None:
                 shutil.rmtree(stale, ignore_errors=True)
 
 
-def _new_tmp(path: Path) -> Path:
-    """A new temporary folder beside `path`, which an index is saved in and then renamed to `path`."""
-    write_point("local index")
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def _publish(settings: Settings, path: Path, index: LocalIndex, replace: bool = False,
-             tmp: Path | None = None) -> None:
+def _publish(settings: Settings, path: Path, index: LocalIndex, replace: bool = False) -> None:
     """Save an index for its version (older ones are removed after the ingest's commit). An ingest `replace`s
-    an index of its uncommitted version left by a killed ingest; readers keep one another's. `tmp` is a
-    folder from `_new_tmp` that already holds some of the index's files (see updated_local_index)."""
+    an index of its uncommitted version left by a killed ingest; readers keep one another's."""
     # Write to a temporary folder and rename, so a killed process never leaves a half-written index.
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
     try:
-        tmp = tmp or _new_tmp(path)
+        write_point("local index")
+        tmp.mkdir(parents=True)
         _save(index, tmp)
         write_point("local index rename")
     except OSError as e:  # an unwritable folder costs a rebuild per process, not the answer
         logging.getLogger(__name__).warning("cannot save the local index under %s (%s); using it unsaved",
                                             path.parent, e)
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
         return
     if replace and path.exists():
         shutil.rmtree(path, ignore_errors=True)

@@ -224,18 +224,24 @@ def test_kept_rows_whose_heading_changed_are_tokenised_again(tmp_path: Path, tin
 
 
 def test_moved_papers_update_the_paper_records_without_reading_chunks(tmp_path: Path, tiny_corpus: Path,
-                                                                      counting_embedder, reads) -> None:
+                                                                      counting_embedder, reads, tokenised) -> None:
     s = make_settings(tmp_path / "data")
     ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    before = index_dir(s, Store.open(s).version)
     path = tiny_corpus / "papers.jsonl"
     path.write_text("\n".join(reversed(path.read_text().splitlines())) + "\n")
     reads.clear()
+    tokenised.clear()
     report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
-    assert len(report.relocated) == 2 and reads == [[]]
+    assert len(report.relocated) == 2 and reads == [[]] and tokenised == []
     store = Store.open(s)
     ours = ensure_local_index(s, store)
     assert sorted(e.position for e in ours.papers.values()) == [1, 2, 3]
     assert_same_index(ours, build_local_index(store))
+    assert_bm25_as_from_scratch(ours)
+    after = index_dir(s, store.version)
+    for name in (localindex.VECTORS_FILE, localindex.PAPER_VECTORS_FILE):  # the same rows: one file, linked
+        assert (after / name).stat().st_ino == (before / name).stat().st_ino, name
 
 
 def test_missing_previous_index_means_a_full_build(tmp_path: Path, tiny_corpus: Path, counting_embedder,
