@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.schema import BaseNode, Document
 
+    from rag.localindex import LocalIndex
+
 SPLITTER_VERSION = "w1"
 LABELS_VERSION = "l2"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
 EMBED_TEXT_VERSION = "t1"  # bump when what a chunk is embedded as changes (t1: title, or label when untitled)
@@ -120,15 +122,26 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         report.moved_aside = Store.destroy(settings)
     store = Store.open(settings, create=True)
     report.phases["open_store_s"] = time.perf_counter() - t0
-    store.check_vectors()  # a damaged vector index is reported (with the way out), never declared "unchanged"
+    t = time.perf_counter()
     previous_version = store.version
     interrupted = bool(store.pending)  # the previous ingest stopped before its commit
-    catalog = store.catalog(with_text=False)
+    from rag.localindex import committed_index
+
+    # The committed version's local index holds the catalog as committed (and the rows it derives the next
+    # index from): read from Chroma only when there is none that matches the store.
+    previous = committed_index(settings, store)
+    # A damaged vector index is reported (with the way out), never declared "unchanged". The probe reads vectors
+    # by the ids the index names (see Store.check_vectors); an index naming ids the store lacks is not used.
+    if not store.check_vectors(sample=_probe_ids(previous) if previous is not None else None):
+        previous = None
+    catalog = dict(previous.papers) if previous is not None else store.catalog(with_text=False)
+    report.phases["catalog_s"] = time.perf_counter() - t
     chunking = chunking_key(settings)
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
+    t = time.perf_counter()
     found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
                  known_label=lambda content_hash, title: labels.get((content_hash, title)))
-    report.phases["scan_s"] = time.perf_counter() - t0 - report.phases["open_store_s"]
+    report.phases["scan_s"] = time.perf_counter() - t
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
     report.papers_seen = len(found.papers)
 
@@ -213,7 +226,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         if report.changed and not repairing:  # only the touched papers' chunks are read back
             update_local_index(settings, store, previous_version,
                                set(report.added) | set(report.reembedded) | set(report.removed),
-                               set(report.relocated), version=target)
+                               set(report.relocated), version=target, previous=previous)
         else:
             publish_full_index(settings, store, target)
         store.commit(target)
@@ -224,6 +237,14 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _probe_ids(index: LocalIndex) -> tuple[list[str], list[str]]:
+    """Chunk and paper ids spread evenly over the local index's rows (kept in the order the store added them),
+    the last ones included: what `Store.check_vectors` reads."""
+    chunks, papers = index.chunk_ids, list(index.papers)
+    pick = lambda ids: sorted({ids[len(ids) * i // 16] for i in range(16)} | {ids[-1]}) if ids else []  # noqa: E731
+    return pick(chunks), pick(papers)
 
 
 def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:

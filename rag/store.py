@@ -400,24 +400,40 @@ class Store:
         """Re-read the collections' metadata (another process may have committed a new version)."""
         self.chunks = _counted(self.client.get_collection(self.chunks.name))
 
-    def check_vectors(self, full: bool = False) -> None:
+    def check_vectors(self, full: bool = False, sample: tuple[list[str], list[str]] | None = None) -> bool:
         """Raise StoreError (naming `papers doctor`) when the vector index cannot answer.
 
         A quick probe reads 17 vectors spread evenly over each collection (a damaged file usually loses a
         whole range of them) and runs one query; `full` reads every vector. A damaged HNSW file (e.g. a
         truncated data_level0.bin) then fails here, not in the middle of an answer.
+
+        `sample` names the chunk and paper ids to read instead (spread over the collections in the order they
+        were added, e.g. from the local index): a read by id costs ~2 ms, while each read by offset makes
+        Chroma scan the collection (0.04 s at 43k chunks). Returns False when some sampled id is not in the
+        store (the probe is then made by offset).
         """
-        for what, col in (("vector index of the chunks", self.chunks), ("vector index of the paper catalog",
-                                                                          self.papers)):
+        found = True
+        for what, col, ids in (("vector index of the chunks", self.chunks, sample[0] if sample else None),
+                               ("vector index of the paper catalog", self.papers, sample[1] if sample else None)):
             try:
                 total = col.count()
                 if not total:
+                    found = found and not ids
                     continue
-                offsets = range(0, total, GET_BATCH) if full else sorted({total * i // 16 for i in range(16)}
-                                                                          | {total - 1})
+                pages = None
+                if ids and not full:
+                    got = col.get(ids=ids, include=["embeddings"])
+                    if len(got["ids"]) == len(ids):
+                        pages = [got]
+                    else:
+                        found = False
+                if pages is None:
+                    offsets = range(0, total, GET_BATCH) if full else sorted({total * i // 16 for i in range(16)}
+                                                                              | {total - 1})
+                    pages = (col.get(include=["embeddings"], limit=GET_BATCH if full else 1, offset=offset)
+                             for offset in offsets)
                 dim = 0
-                for offset in offsets:
-                    got = col.get(include=["embeddings"], limit=GET_BATCH if full else 1, offset=offset)
+                for got in pages:
                     embs = got["embeddings"]
                     if embs is None or len(embs) != len(got["ids"]):
                         raise RuntimeError("vectors missing")
@@ -425,6 +441,7 @@ class Store:
                 col.query(query_embeddings=[[1.0] + [0.0] * (dim - 1)], n_results=min(total, 3), include=[])
             except Exception as e:
                 raise damaged(what, e) from None
+        return found
 
     def _observed_dim(self) -> int:
         got = self.chunks.get(limit=1, include=["embeddings"])

@@ -31,7 +31,6 @@ _LATEX_WRAPPER_RE = re.compile(r"\\(?:textbf|textit|texttt|textsc|emph|mathrm|ma
 _LATEX_CMD_RE = re.compile(r"\\[A-Za-z]+")
 _MD_BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 _MD_ITALIC_RE = re.compile(r"(?<![\w*^_])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])")
-_WS_RE = re.compile(r"\s+")
 
 
 def _strip_math(m: re.Match[str]) -> str:
@@ -41,24 +40,40 @@ def _strip_math(m: re.Match[str]) -> str:
 
 
 def clean_markup(raw: str) -> str:
-    """Turn LaTeX/Markdown-flavoured abstract text into the plain text users read and quote."""
+    """Turn LaTeX/Markdown-flavoured abstract text into the plain text users read and quote.
+
+    Each pattern runs only on text holding the character it needs (LaTeX a backslash, math a dollar, Markdown
+    an asterisk or underscore), tested on the text as it is by then: most abstracts hold none, and running every
+    pattern on every abstract was most of a re-ingest (1.0 of the 1.3 s spent scanning 5k SciFact abstracts)."""
     text = unicodedata.normalize("NFC", raw)
     text = text.replace("``", "“").replace("''", "”")
     for _ in range(3):
-        text = _LATEX_WRAPPER_RE.sub(r"\1", text)
-    text = _LATEX_SYMBOL_RE.sub(lambda m: _LATEX_SYMBOLS[m.group(0)], text)
-    text = re.sub(r"\$([^$]*)\$", _strip_math, text)
-    text = _LATEX_CMD_RE.sub("", text)
-    text = _MD_BOLD_RE.sub(lambda m: m.group(1) or m.group(2), text)
-    text = _MD_ITALIC_RE.sub(r"\1", text)
+        if "\\" in text:
+            text = _LATEX_WRAPPER_RE.sub(r"\1", text)
+    if "\\" in text:
+        text = _LATEX_SYMBOL_RE.sub(lambda m: _LATEX_SYMBOLS[m.group(0)], text)
+    if "$" in text:
+        text = re.sub(r"\$([^$]*)\$", _strip_math, text)
+    if "\\" in text:
+        text = _LATEX_CMD_RE.sub("", text)
+    if "**" in text or "__" in text:
+        text = _MD_BOLD_RE.sub(lambda m: m.group(1) or m.group(2), text)
+    if "*" in text:
+        text = _MD_ITALIC_RE.sub(r"\1", text)
     text = text.replace("---", "—").replace("--", "–")
     text = text.replace("\u00a0", " ").replace("\u2011", "-")
-    return _WS_RE.sub(" ", text).strip()
+    return collapse_whitespace(text)
+
+
+def collapse_whitespace(text: str) -> str:
+    r"""Runs of whitespace as one space, none at the ends: what `re.sub(r"\s+", " ", text).strip()` gives
+    (`str.split` and the regex `\s` share Python's definition of whitespace), in a fifth of the time."""
+    return " ".join(text.split())
 
 
 def normalize_for_id(raw: str) -> str:
     """The form of a text that decides its identity: Unicode-normalised, whitespace collapsed."""
-    return _WS_RE.sub(" ", unicodedata.normalize("NFC", raw)).strip()
+    return collapse_whitespace(unicodedata.normalize("NFC", raw))
 
 
 def stable_id(raw: str, length: int = 12) -> str:

@@ -44,3 +44,48 @@ def test_superscript_stars_are_not_markdown_emphasis() -> None:
     assert clean_markup(r"we bound C^\star(x) and C^\star(y) tightly") == "we bound C^*(x) and C^*(y) tightly"
     assert clean_markup(r"$x_i^*$ and $y_i^*$") == "x_i^* and y_i^*"
     assert clean_markup("an *emphasised* word") == "an emphasised word"
+
+
+def _clean_markup_unguarded(raw: str) -> str:
+    """clean_markup as it was before its patterns were skipped on text lacking their characters."""
+    import re
+    import unicodedata
+
+    from rag import text as t
+
+    text = unicodedata.normalize("NFC", raw)
+    text = text.replace("``", "“").replace("''", "”")
+    for _ in range(3):
+        text = t._LATEX_WRAPPER_RE.sub(r"\1", text)
+    text = t._LATEX_SYMBOL_RE.sub(lambda m: t._LATEX_SYMBOLS[m.group(0)], text)
+    text = re.sub(r"\$([^$]*)\$", t._strip_math, text)
+    text = t._LATEX_CMD_RE.sub("", text)
+    text = t._MD_BOLD_RE.sub(lambda m: m.group(1) or m.group(2), text)
+    text = t._MD_ITALIC_RE.sub(r"\1", text)
+    text = text.replace("---", "—").replace("--", "–")
+    text = text.replace("\u00a0", " ").replace("\u2011", "-")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_skipping_patterns_and_splitting_on_whitespace_change_no_text_and_no_id() -> None:
+    """The cleaned text (what users quote) and the ids (which decide what is re-embedded) are what the
+    pattern-by-pattern regex code gave, on markup-dense random text and on every kind of whitespace."""
+    import random
+    import re
+    import sys
+    import unicodedata
+
+    from rag.text import collapse_whitespace, normalize_for_id
+
+    # every code point the regex `\s` matches is one str.split() splits on, and no other
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert {c for c in every if re.fullmatch(r"\s", c)} == {c for c in every if c.isspace()}
+    for s in ["", "  ", " a ", "a\u2003\u2003b\x1cc\u00a0d\n\te ", "\u200bx\u3000y\u200b"]:
+        assert collapse_whitespace(s) == re.sub(r"\s+", " ", s).strip(), repr(s)
+    rng = random.Random(3)
+    parts = [r"\emph{", r"\textbf{", "}", "{", "$", "**", "__", "*", "_", r"\times", r"\star", r"\alpha", r"\%",
+             r"\cite", "^", "word", "Net", " ", "  ", "\n", "\u00a0", "\u2011", "--", "---", "``", "''", "x", "2.5"]
+    for _ in range(3000):
+        raw = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
+        assert clean_markup(raw) == _clean_markup_unguarded(raw), repr(raw)
+        assert normalize_for_id(raw) == re.sub(r"\s+", " ", unicodedata.normalize("NFC", raw)).strip(), repr(raw)
