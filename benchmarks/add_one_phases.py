@@ -26,9 +26,9 @@ from common import bench_settings
 
 STEPS = {  # module -> functions (Class.method for methods); missing ones are skipped
     "rag.store": ["Store.open", "Store.check_vectors", "Store.catalog", "Store.get_papers", "Store.begin_update",
-                  "Store.commit", "Store.delete_papers"],
+                  "Store.commit", "Store.delete_papers", "Store.claim_runtime"],
     "rag.corpus": ["scan"],
-    "rag.ingest": ["_embed_and_write"],
+    "rag.ingest": ["_ingest", "_embed_and_write", "_rewrite_metadata"],
     "rag.embed": ["ensure_onnx", "ingest_embedder_for"],
     "rag.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index", "_load",
                        "_read_chunks", "updated_local_index", "_index", "bm25_index", "build_paper_level",
