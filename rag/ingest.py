@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.schema import BaseNode, Document
 
-    from rag.localindex import LocalIndex
 
 SPLITTER_VERSION = "w1"
 LABELS_VERSION = "l2"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
@@ -125,14 +124,14 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     t = time.perf_counter()
     previous_version = store.version
     interrupted = bool(store.pending)  # the previous ingest stopped before its commit
-    from rag.localindex import committed_index
+    from rag.localindex import committed_index, probe_ids
 
     # The committed version's local index holds the catalog as committed (and the rows it derives the next
     # index from): read from Chroma only when there is none that matches the store.
     previous = committed_index(settings, store)
     # A damaged vector index is reported (with the way out), never declared "unchanged". The probe reads vectors
     # by the ids the index names (see Store.check_vectors); an index naming ids the store lacks is not used.
-    if not store.check_vectors(sample=_probe_ids(previous) if previous is not None else None):
+    if not store.check_vectors(sample=probe_ids(previous) if previous is not None else None):
         previous = None
     catalog = dict(previous.papers) if previous is not None else store.catalog(with_text=False)
     report.phases["catalog_s"] = time.perf_counter() - t
@@ -237,14 +236,6 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def _probe_ids(index: LocalIndex) -> tuple[list[str], list[str]]:
-    """Chunk and paper ids spread evenly over the local index's rows (kept in the order the store added them),
-    the last ones included: what `Store.check_vectors` reads."""
-    chunks, papers = index.chunk_ids, list(index.papers)
-    pick = lambda ids: sorted({ids[len(ids) * i // 16] for i in range(16)} | {ids[-1]}) if ids else []  # noqa: E731
-    return pick(chunks), pick(papers)
 
 
 def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:

@@ -647,6 +647,14 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
     return index
 
 
+def probe_ids(index: LocalIndex) -> tuple[list[str], list[str]]:
+    """Chunk and paper ids spread evenly over the local index's rows (kept in the order the store added them),
+    the last ones included: what `Store.check_vectors` reads."""
+    chunks, papers = index.chunk_ids, list(index.papers)
+    pick = lambda ids: sorted({ids[len(ids) * i // 16] for i in range(16)} | {ids[-1]}) if ids else []  # noqa: E731
+    return pick(chunks), pick(papers)
+
+
 def committed_index(settings: Settings, store: Store) -> LocalIndex | None:
     """The saved index of the store's committed version, if it holds as many papers and chunks as the store
     (else None: a store left pending, no index, or one that disagrees with the store).

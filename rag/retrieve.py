@@ -207,10 +207,13 @@ class Retriever:
             key = f"{self.store.version}/{self.store.pending}"
             changing = bool(self.store.pending) and bool(self.settings.chroma_host)
             if self._bm25_version != key:
-                from rag.localindex import ensure_local_index
+                from rag.localindex import ensure_local_index, probe_ids
 
-                self.store.check_vectors()  # a damaged vector index is named here, with the way out
-                self._local = ensure_local_index(self.settings, self.store)
+                local = ensure_local_index(self.settings, self.store)
+                # A damaged vector index is named here, with the way out. The probe reads vectors by the ids the
+                # local index names (by offset, Chroma scans the collection: ~3 s at 130k chunks).
+                self.store.check_vectors(sample=probe_ids(local) if local is not None else None)
+                self._local = local
                 self._bm25_version = key
             self._changing = changing
             self._checked_at = time.monotonic()
