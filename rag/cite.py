@@ -214,6 +214,11 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
             checks.append(SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)))
             continue
         quote = _verbatim(clean, valid, by_n)
+        if quote is not None and _whole_quote(clean, by_n[quote[0]], quote[1]):
+            # "Label: “sentence”" with the whole sentence of that paper: its numbers and names are the source's
+            # by construction (the extractive answer's every line), so rules 3 and 4 have nothing to check.
+            checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
+            continue
         if quote is not None and _facts_missing(clean, [by_n[quote[0]]]) is None:
             # The quoted source alone holds the sentence's numbers and names, so every group below that contains
             # it would pass too: the same verdict, without scanning the other cited sources.
@@ -362,9 +367,12 @@ def _keep_valid(m: re.Match[str], by_n: dict[int, SourceText]) -> str:
     return f"[{', '.join(kept)}]" if kept else ""
 
 
+_LABEL_PREFIX_RE = re.compile(r"^([^:“\"]{0,80}):\s*")
+
+
 def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tuple[int, str] | None:
     """The cited sentence an answer sentence quotes (ignoring quotes marks, label prefix, punctuation)."""
-    body = _norm(re.sub(r"^[^:“\"]{0,80}:\s*", "", clean))
+    body = _norm(_LABEL_PREFIX_RE.sub("", clean))
     if len(body) < 20:
         return None
     for n in valid:
@@ -372,6 +380,14 @@ def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tupl
             if body in _norm(s) or _norm(s) in body:
                 return n, s
     return None
+
+
+def _whole_quote(clean: str, source: SourceText, sentence: str) -> bool:
+    """The answer sentence is one whole sentence of the source, bare or after the source's own label."""
+    m = _LABEL_PREFIX_RE.match(clean)
+    if m and m.group(1).strip() != source.label.strip():
+        return False
+    return _norm(clean[m.end():] if m else clean) == _norm(sentence)
 
 
 def _assemble(checks: list[SentenceCheck], line_of: list[int], removed: list[int], policy: str) -> CheckResult:

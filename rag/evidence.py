@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rag.text import split_sentences, stem, terms
+from rag.text import split_sentences, stem, term_stems, terms
 
 CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "evidence.json"
 
@@ -185,7 +185,7 @@ def vocabulary_for(index: Any) -> Vocabulary:
 @lru_cache(maxsize=65536)
 def sentence_stems(sentence: str) -> tuple[str, ...]:
     """Stemmed content terms of a sentence, in order (repeats kept, for BM25 term frequency)."""
-    return tuple(map(stem, terms(sentence)))
+    return term_stems(sentence)
 
 
 _PAREN_RE = re.compile(r"\(([^()]{1,80})\)")
@@ -306,10 +306,16 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     for r in raw:
         n_of_paper[r[0].paper_id] = n_of_paper.get(r[0].paper_id, 0) + 1
     label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
-    # Rare question terms present anywhere in a paper (its text and label).
+    # Rare question terms present anywhere in a paper (its text and label). A paper holding all of its chunks
+    # has its text's terms in its sentences' (chunks split at whitespace), which are stemmed already.
+    in_paper: dict[str, set[str]] = {}
+    for r in raw:
+        if getattr(r[0], "complete", False):
+            in_paper.setdefault(r[0].paper_id, set()).update(r[5])
     paper_rare: dict[str, float] = {}
     for p in papers:
-        have = set(sentence_stems(p.text)) | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
+        text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
+        have = text | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
         paper_rare[p.paper_id] = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
     others = {w for r in raw for w in r[5]} - qset
     other_rarity = {w: v / vocab.max_idf for w, v in vocab.idf(others).items()}
@@ -363,7 +369,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
 
 
 def _logistic(features: dict[str, float], weights: dict[str, float], bias: float) -> float:
-    z = bias + sum(weights.get(k, 0.0) * v for k, v in features.items())
+    z = bias + sum([weights.get(k, 0.0) * v for k, v in features.items()])
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 

@@ -414,15 +414,22 @@ class LocalIndex:
                 return []
         return _top(self.bm25, tokens, n, mask)
 
+    @functools.cached_property
+    def _doc_freq(self) -> list[int]:
+        """Chunks holding each BM25 term, by term id (a list: a question looks up a few hundred, one by one)."""
+        import numpy as np
+
+        return np.diff(np.asarray(self.bm25.scores["indptr"])).tolist()
+
     def idf(self, words: set[str]) -> dict[str, float]:
         """BM25 inverse document frequency of stemmed words (words the index has never seen are rarest)."""
         n = self.size
-        indptr = self.bm25.scores["indptr"]
+        vocab, df = self.bm25.vocab_dict, self._doc_freq
         out = {}
         for w in words:
-            i = self.bm25.vocab_dict.get(w)
-            df = 0 if i is None else int(indptr[i + 1] - indptr[i])
-            out[w] = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+            i = vocab.get(w)
+            f = 0 if i is None else df[i]
+            out[w] = math.log((n - f + 0.5) / (f + 0.5) + 1.0)
         return out
 
 

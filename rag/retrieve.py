@@ -414,7 +414,7 @@ def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
     kept = [(p, rs) for p, rs in zip(papers, rows) if rs]
     if not kept:
         return []
-    flat = np.fromiter((r for _, rs in kept for r in rs), dtype=np.int64)
+    flat = np.array([r for _, rs in kept for r in rs], dtype=np.int64)
     owner = np.repeat(np.arange(len(kept)), [len(rs) for _, rs in kept])
     sims = np.asarray(local.vectors[flat]) @ q  # a paper's rows are its own: no row is shared
     # Each paper's two best: sort by (paper, -cosine), then take the first two of every paper's run.

@@ -90,6 +90,21 @@ def test_verbatim_quote_passes_without_embeddings() -> None:
     assert r.checks[0].supported and r.checks[0].reason == "quoted" and r.checks[0].similarity == 1.0
 
 
+def test_whole_sentence_quoted_under_its_label_passes_even_where_number_contexts_are_thin() -> None:
+    # A number with no content word near it in its own sentence: the context rule, run on this quote, compared
+    # the label's words with the previous sentence's and failed a sentence the paper itself wrote.
+    survey = SourceText(1, "Weekly chloroquine", ["Travellers were surveyed.",
+                                                  "Also, 84.8%, 59.3% and 69.5% using them had no symptoms."])
+    ok = check_answer("Weekly chloroquine [1]: “Also, 84.8%, 59.3% and 69.5% using them had no symptoms.”",
+                      [survey])
+    assert ok.checks[0].supported and ok.checks[0].reason == "quoted"
+    # Under another paper's label, or with words added, the quote gets the full check (and here fails it).
+    other = SourceText(2, "Malaria", ["Mefloquine was taken by 84.8% of soldiers."])
+    wrong = check_answer("Malaria [2]: “Also, 84.8%, 59.3% and 69.5% using them had no symptoms.”",
+                         [survey, other])
+    assert not wrong.checks[0].supported
+
+
 @pytest.mark.parametrize("policy", ["mark", "drop"])
 def test_answer_with_no_supported_sentence_becomes_abstention(policy: str) -> None:
     r = check_answer("RecMem uses 512 slots [1]. It was trained on 64 GPUs [1].", [RECMEM],

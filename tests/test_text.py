@@ -89,3 +89,15 @@ def test_skipping_patterns_and_splitting_on_whitespace_change_no_text_and_no_id(
         raw = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
         assert clean_markup(raw) == _clean_markup_unguarded(raw), repr(raw)
         assert normalize_for_id(raw) == re.sub(r"\s+", " ", unicodedata.normalize("NFC", raw)).strip(), repr(raw)
+
+
+def test_term_stems_equal_terms_then_stem() -> None:
+    """The per-word table must give exactly what tokenising then stemming gives, punctuation and all."""
+    from rag.text import stem, stems, term_stems, terms
+
+    texts = ["State-of-the-Art models (e.g. GPT-4o) don’t cut 1,800 steps; it's 3.5x faster.",
+             "k-NN, X-ray and e-mail: a-b-c, ’tis «quoted» words—dashes… and TNF-α levels rose 2-fold.",
+             "The the THE of: 12.5 % of cells (n = 3) were CD4+ T-cells.", "", "   "]
+    for t in texts:
+        assert term_stems(t) == tuple(map(stem, terms(t)))
+        assert stems(t) == {stem(w) for w in terms(t)}
