@@ -338,3 +338,15 @@ def test_index_saved_without_term_counts_is_rebuilt_once_then_derived(tmp_path: 
     assert sum(tokenised) == sum(p in report.added for p in ours.paper_ids) + 2, tokenised
     assert_same_index(ours, build_local_index(store))
     assert_bm25_as_from_scratch(ours)
+
+
+def test_index_files_round_trip_text_orjson_refuses(tmp_path: Path) -> None:
+    """A lone surrogate (seen in broken PDF text) is written through json and read back through json."""
+    from rag.localindex import _json_bytes, _json_load
+
+    value = {"texts": ["plain", "broken \ud800 text", "ünïcode ✓"]}
+    path = tmp_path / "t.json"
+    path.write_bytes(_json_bytes(value))
+    assert _json_load(path) == value
+    path.write_bytes(_json_bytes({"texts": ["plain"]}))
+    assert _json_load(path) == {"texts": ["plain"]}
