@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from common import (
@@ -88,8 +89,10 @@ def add_one_paper(settings: Settings, path: Path) -> tuple[float, float]:
     from rag.localindex import build_local_index
     from rag.store import Store
 
+    # A new text each run, so a store kept from an earlier run (--keep) gets a new paper too.
     path.write_text(json.dumps({"abstract": "We introduce AddOneNet, a sparse mixture model for tabular data that "
-                                "improves accuracy by 3.1% on twelve benchmarks with half the parameters."}) + "\n")
+                                "improves accuracy by 3.1% on twelve benchmarks with half the parameters. "
+                                f"Code: run {uuid.uuid4().hex[:8]}."}) + "\n")
     embedder = embedder_for(settings)
     embedder.get_text_embedding("warm up")
     t = time.perf_counter()
