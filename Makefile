@@ -59,7 +59,7 @@ test-deps: $(VENV)/.test-installed
 # The eval gate: thresholds just under the extractive mode's measured scores, so a regression fails CI.
 EVAL_GATES := --min-hit1 0.95 --min-hit5 0.985 --min-mrr 0.96 --min-ndcg5 0.955 --min-recall5 0.96 \
 	--min-citation-recall 0.99 --min-citation-precision 0.99 --min-cites-gold 0.96 --min-faithfulness 0.99 \
-	--min-correctness 0.915 --min-abstention 0.99 --min-abstain-unanswerable 0.99 --min-judge-agreement 0.78
+	--min-correctness 0.91 --min-abstention 0.99 --min-abstain-unanswerable 0.99 --min-judge-agreement 0.78
 
 test: test-deps ## all tests, slow integration tests included, then the eval gate
 	$(BIN)/python -m pytest

@@ -31,7 +31,8 @@ CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "e
 
 SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
                      "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
-                     "defines_asked", "unseen", "introduces_asked", "after_intro_asked")
+                     "defines_asked", "unseen", "introduces_asked", "after_intro_asked", "before_intro_limitation",
+                     "early_limitation")
 # The paper model also sees where each of the retriever's rankings put the paper (1 / rank, 0 when absent):
 # sentence evidence and paper-level evidence (title and whole-abstract BM25, mean chunk vector) are fused here.
 RANKINGS = ("chunks", "dense_chunks", "bm25_chunks", "bm25_paper", "bm25_title", "dense_paper", "dense_top2")
@@ -239,10 +240,12 @@ class QuestionTerms:
     asks_definition: bool
     unseen: float
     asks_contribution: bool = False  # "what does X do / propose", "main idea of X"
+    asks_limitation: bool = False    # "what limitation of ... does X point out", "what goes wrong with X"
 
 
 def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks_definition: bool,
-                   focus_names: dict[str, str], asks_contribution: bool = False) -> QuestionTerms:
+                   focus_names: dict[str, str], asks_contribution: bool = False,
+                   asks_limitation: bool = False) -> QuestionTerms:
     words = list(dict.fromkeys(stem(t) for t in terms(question)))
     idf = vocab.idf(words)
     top = max(idf.values(), default=0.0)
@@ -250,7 +253,7 @@ def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks
     total = sum(idf.values()) or 1.0
     unseen = sum(v for w, v in idf.items() if vocab.unseen(w)) / total
     return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen,
-                         asks_contribution)
+                         asks_contribution, asks_limitation)
 
 
 def _names(sentence: str, name: str) -> bool:
@@ -323,8 +326,10 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     # Asked what a named paper does: where its abstract first names the method ("We introduce X, ...") and the
     # sentence after it, which often says how X works. Both are features (fitted), not rules, since the
     # answer is sometimes the naming sentence, sometimes the next one, and sometimes neither.
+    # Asked what limitation or problem a named paper points out: abstracts state the problem before they name
+    # their method, so "before the naming sentence" and "early in the abstract" are features too (fitted).
     intro: dict[str, int] = {}
-    if qt.asks_contribution:
+    if qt.asks_contribution or qt.asks_limitation:
         for r in raw:
             name = qt.focus_names.get(r[0].paper_id, "")
             if name and r[0].paper_id not in intro and _names(r[3], name):
@@ -360,8 +365,10 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
             "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
             "unseen": qt.unseen,
-            "introduces_asked": 1.0 if intro.get(p.paper_id, -2) == j else 0.0,
-            "after_intro_asked": 1.0 if intro.get(p.paper_id, -2) == j - 1 else 0.0,
+            "introduces_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j else 0.0,
+            "after_intro_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j - 1 else 0.0,
+            "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(p.paper_id, -1) else 0.0,
+            "early_limitation": (1.0 - (j / (n - 1) if n > 1 else 0.0)) if qt.asks_limitation else 0.0,
         }
         out.append(Candidate(p, rank, j, s, f))
     _score(out, c)

@@ -208,7 +208,7 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
                 names[holder.paper_id] = t
     pool = focus if focus and not info.multi else papers
     qt = question_terms(question, pool, vocab, info.shape == "definition", {k: v for k, v in names.items() if v},
-                        info.shape == "contribution")
+                        info.shape == "contribution", info.shape == "limitation")
     cands = candidates(question, pool, vocab, qt, c, embed, retrieval.query_vector) if pool else []
     cands.sort(key=lambda x: x.prob, reverse=True)
     return Prepared(info, focus, focus_terms, names, pool, cands)

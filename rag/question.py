@@ -121,8 +121,10 @@ _DEFINITION_RE = re.compile(r"\bstands? for\b|\bacronym\b|\bmeaning of\b|\bdefin
 _CONTRIBUTION_RE = re.compile(r"\bwhat (?:does|do|did) .+ (?:do|propose|introduce|contribute|offer)\b|"
                               r"\b(?:main|key|core|central) (?:idea|contribution|insight)\b|\bcontributions?\b|"
                               r"\bhow does .+ work\b", re.I)
-_LIMITATION_RE = re.compile(r"\blimitations?\b|\bweakness(?:es)?\b|\bdrawbacks?\b|\bshortcomings?\b|"
-                            r"\bproblems? with\b|\bgoes wrong\b|\bfail(?:s|ure|ures)?\b", re.I)
+_LIMITATION_RE = re.compile(r"\blimitations?\b|\blimits\b|\bweakness(?:es)?\b|\bdrawbacks?\b|\bshortcomings?\b|"
+                            r"\bproblems? with\b|\bgoes wrong\b|\bwrong with\b|\bfail(?:s|ure|ures)?\b|"
+                            r"\bfalls? short\b|\bunreliable\b|\bgaps? in\b|\binefficienc(?:y|ies)\b|"
+                            r"\bunrealistic\b|\bmissing from\b", re.I)
 _WH_START_RE = re.compile(r"^\W*(?:which|what|who|whom|whose|how|why|when|where|is|are|does|do|did|can|could|"
                           r"any|list|name|tell|give|show|find|compare)\b", re.I)
 

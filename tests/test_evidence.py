@@ -97,6 +97,14 @@ def test_contribution_quotes_the_sentence_that_introduces_the_method(synthetic) 
         assert not a.abstained and _cited_ids(a) == [_id_of(synthetic, paper)] and says in a.answer
 
 
+def test_limitation_quotes_the_problem_the_abstract_states_before_its_method(synthetic) -> None:
+    for question, paper, says in [
+            ("What limitation of field measurements does Hydroleaf point out?", "Hydroleaf", "hard to measure"),
+            ("What gap in dune surveys does Sandmark address?", "Sandmark", "existing surveys miss")]:
+        a = synthetic.ask(question)
+        assert not a.abstained and _cited_ids(a) == [_id_of(synthetic, paper)] and says in a.answer, a.answer
+
+
 def test_list_question_cites_every_paper_holding_the_name(synthetic) -> None:
     a = synthetic.ask("Which papers use Frostline Metagenomic Profiling?")
     assert {_id_of(synthetic, "We introduce Frostline"), _id_of(synthetic, "Hydroleaf")} <= set(_cited_ids(a))
