@@ -588,6 +588,7 @@ def _write_rows(path: Path, previous: Any, keep: Any, parts: list[Any], shape: t
                 except OSError:  # a file system without it: through user space
                     src.seek(start)
                     done = out.write(src.read(count))
+                    out.flush()  # the next copy_file_range writes at the file's offset, after these bytes
                 if not done:
                     raise OSError(f"{previous.filename} is shorter than its header says")
                 start, count = start + done, count - done

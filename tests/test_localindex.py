@@ -4,6 +4,7 @@ the touched papers' chunks; it must equal an index built from scratch, whatever 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -350,3 +351,30 @@ def test_index_files_round_trip_text_orjson_refuses(tmp_path: Path) -> None:
     assert _json_load(path) == value
     path.write_bytes(_json_bytes({"texts": ["plain"]}))
     assert _json_load(path) == {"texts": ["plain"]}
+
+
+@pytest.mark.parametrize("fails", ["never", "every other run", "always"])
+def test_vectors_written_file_to_file_equal_the_rows_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               fails: str) -> None:
+    """The next version's vectors: kept runs of the saved file copied by the kernel, then the new rows. A file
+    system without copy_file_range (it raises; faked here) goes through user space, run by run."""
+    from rag.localindex import _spill_path, _stack_rows
+
+    (tmp_path / "v1").mkdir()
+    saved = np.arange(40 * 4, dtype=np.float32).reshape(40, 4)
+    np.save(tmp_path / "v1" / "vectors.npy", saved)
+    previous = np.load(tmp_path / "v1" / "vectors.npy", mmap_mode="r")
+    keep = np.array([0, 1, 2, 5, 6, 9, 10, 11, 30], dtype=np.int64)
+    new = [np.ones((3, 4), dtype=np.float32)]
+    real, calls = os.copy_file_range, [0]
+
+    def copy(*args: int) -> int:
+        calls[0] += 1
+        if fails == "always" or (fails == "every other run" and calls[0] % 2):
+            raise OSError(38, "copy_file_range not supported")
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", copy)
+    got = _stack_rows(previous, keep, new, _spill_path(previous))
+    assert isinstance(got, np.memmap) and str(got.filename).startswith(str(tmp_path))
+    assert np.array_equal(np.asarray(got), np.concatenate([saved[keep], new[0]]))
