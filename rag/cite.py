@@ -79,8 +79,14 @@ def strip_citations(sentence: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", _CITE_RE.sub("", sentence)).strip()
 
 
+_NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
+
+
+@lru_cache(maxsize=65536)
 def _norm(s: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", s.lower())
+    """Lower-cased letters and digits only (cached: every answer sentence is compared with every sentence of
+    its cited sources, which recur across answers)."""
+    return _NOT_ALNUM_RE.sub("", s.lower())
 
 
 def names_in(sentence: str) -> list[str]:

@@ -16,8 +16,10 @@ user's own corpus takes seconds.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rag.text import split_sentences, stem, term_stems, terms
+from rag.text import sentences_of, stem, term_stems, terms
 
 CONSTANTS_PATH = Path(__file__).resolve().parent.parent / "eval" / "fitted" / "evidence.json"
 
@@ -98,21 +100,42 @@ class Vocabulary:
 
     def __init__(self, index: Any = None) -> None:
         self.index = index
-        self._idf: dict[str, float] = {}
         self._share: dict[str, float] = {}
         self._paper_of_row = None
         self._keys: list[str] | None = None
         self._unseen: dict[str, bool] = {}
+        self._rarities: dict[str, float] | None = None
+        self._rarity_sums: dict[tuple[str, ...], tuple[float, int]] = {}
         self.max_idf = math.log(max(2, index.size if index is not None else 2) + 1.0)
 
     def idf(self, words: set[str] | list[str]) -> dict[str, float]:
-        todo = {w for w in words if w not in self._idf}
-        if todo:
-            if self.index is None:
-                self._idf.update({w: self.max_idf for w in todo})
-            else:
-                self._idf.update(self.index.idf(todo))
-        return {w: self._idf[w] for w in words}
+        if self.index is None:
+            return {w: self.max_idf for w in words}
+        return self.index.idf(words)
+
+    def rarities(self) -> dict[str, float]:
+        """`rarity` of every indexed term (a word missing from it has `unseen_rarity`): a sentence's
+        specificity averages it over all the sentence's words."""
+        if self._rarities is None:
+            scale = self.max_idf
+            self._rarities = {w: v / scale for w, v in self.index.idf_table().items()} \
+                if self.index is not None else {}
+        return self._rarities
+
+    def rarity_sum(self, sentence: str, stems: tuple[str, ...]) -> tuple[float, int]:
+        """Sum of `rarity` over a sentence's stems, and their number (kept: sentences recur across questions)."""
+        got = self._rarity_sums.get(sentence)
+        if got is None:
+            if len(self._rarity_sums) > 65536:
+                self._rarity_sums = {}
+            rarity, unseen = self.rarities(), self.unseen_rarity
+            got = self._rarity_sums[sentence] = (sum([rarity.get(w, unseen) for w in stems]), len(stems))
+        return got
+
+    @functools.cached_property
+    def unseen_rarity(self) -> float:
+        """`rarity` of a word no chunk contains."""
+        return (self.index.idf(["\0"])["\0"] if self.index is not None else self.max_idf) / self.max_idf
 
     def rarity(self, word: str) -> float:
         """idf scaled to [0, 1] by the idf of a word no chunk contains."""
@@ -266,8 +289,8 @@ def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | 
     sentences has them embedded one by one (through the caller's cache) when an embedder is given."""
     out: list[tuple[str, float]] = []
     pending: list[tuple[int, str]] = []
-    for chunk in sorted(paper.chunks, key=lambda c: c.index):
-        parts = split_sentences(chunk.text)
+    for chunk in paper.chunks:  # in abstract order: the retriever sorts every paper's chunks
+        parts = sentences_of(chunk.text)
         if len(parts) <= 1 or embed is None or qvec is None:
             out += [(s, chunk.cosine) for s in parts]
             continue
@@ -320,8 +343,8 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
         text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
         have = text | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
         paper_rare[p.paper_id] = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
-    others = {w for r in raw for w in r[5]} - qset
-    other_rarity = {w: v / vocab.max_idf for w, v in vocab.idf(others).items()}
+    rarity = vocab.rarities()
+    unseen_rarity = vocab.unseen_rarity
     max_cos = max(r[4] for r in raw)
     # Asked what a named paper does: where its abstract first names the method ("We introduce X, ...") and the
     # sentence after it, which often says how X works. Both are features (fitted), not rules, since the
@@ -337,23 +360,31 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     q_idf = [(w, qt.idf[w]) for w in qset]
     k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
     bm25s_: list[float] = []
-    for r in raw:
+    sets = [frozenset(r[5]) for r in raw]
+    for r, sset in zip(raw, sets):
         st = r[5]
         base = BM25_K1 * (1 - BM25_B) + norm * len(st)
         score = 0.0
         for w, idf in q_idf:
-            f = st.count(w)
-            if f:
+            if w in sset:
+                f = st.count(w)
                 score += idf * f * (k1 + 1) / (f + base)
         bm25s_.append(score / total_idf)
     max_bm25 = max(bm25s_) or 1.0
+    rare_idf = [(w, qt.idf[w]) for w in qt.rare]
     out: list[Candidate] = []
-    for r, bm in zip(raw, bm25s_):
+    for r, bm, sset in zip(raw, bm25s_, sets):
         p, rank, j, s, cos, st = r
-        have = label_stems[p.paper_id].union(st)
-        overlap = sum(v for w, v in q_idf if w in have) / total_idf
-        rare_share = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
-        own = [other_rarity[w] for w in st if w in other_rarity]
+        label = label_stems[p.paper_id]
+        overlap = sum(v for w, v in q_idf if w in sset or w in label) / total_idf
+        rare_share = sum(v for w, v in rare_idf if w in sset or w in label) / rare_total
+        # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
+        # kept per sentence (it does not depend on the question), less the question words it holds.
+        total, count = vocab.rarity_sum(s, st)
+        for w in sset & qset:
+            k = st.count(w)
+            total -= k * rarity.get(w, unseen_rarity)
+            count -= k
         name = qt.focus_names.get(p.paper_id, "")
         n = n_of_paper[p.paper_id]
         f = {
@@ -361,7 +392,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[p.paper_id],
             "paper_rank": 1.0 / (1 + rank), "paper_score": p.score / top_score,
             "first": 1.0 if j == 0 else 0.0, "position": j / (n - 1) if n > 1 else 0.0,
-            "specificity": sum(own) / len(own) if own else 0.0,
+            "specificity": total / count if count else 0.0,
             "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
             "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
             "unseen": qt.unseen,
@@ -381,8 +412,18 @@ def _logistic(features: dict[str, float], weights: dict[str, float], bias: float
 
 
 def _score(cands: list[Candidate], c: Constants) -> None:
+    """`_logistic` for every candidate, with the weights laid out once in the features' order (`candidates` builds
+    every feature dict from one literal): the same sum, in the same order, without a dict lookup per feature."""
+    keys: tuple[str, ...] = ()
+    weights: list[float] = []
+    bias = c.sentence_bias
     for cand in cands:
-        cand.prob = _logistic(cand.features, c.sentence_weights, c.sentence_bias)
+        f = cand.features
+        if tuple(f) != keys:
+            keys = tuple(f)
+            weights = [c.sentence_weights.get(k, 0.0) for k in keys]
+        z = bias + sum(map(operator.mul, weights, f.values()))
+        cand.prob = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:

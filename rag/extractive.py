@@ -244,11 +244,12 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     if info.wants_number:
         return _numeric(info, cands, focus_terms, c)
     if info.wants_names:
-        named = [x for x in cands if _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)
-                 and info.attribute <= stems(x.sentence) | stems(x.paper.label)]
-        if not named or named[0].prob < c.abstain_below:
+        # The likeliest sentence that has the asked attribute and names something (the cheaper test first).
+        named = next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
+                      and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)), None)
+        if named is None or named.prob < c.abstain_below:
             return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
-        return Draft([Quote(named[0].paper, named[0].sentence)])
+        return Draft([Quote(named.paper, named.sentence)])
 
     best = cands[0]
     if not focus:

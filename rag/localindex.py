@@ -66,11 +66,22 @@ def heading(title: str, label: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """The query's BM25 tokens (stemmed, English stopwords out): one tokenisation serves all three indexes."""
-    import bm25s
+    """The query's BM25 tokens (stemmed, English stopwords out): one tokenisation serves all three indexes.
 
-    return bm25s.tokenize(text, stopwords="en", stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
-                          return_ids=False, show_progress=False)[0]
+    The same steps as `bm25s.tokenize` (lower-case, the token pattern, stopwords, stemming), done here for one
+    short text: bm25s's corpus tokeniser builds a vocabulary and three progress bars per call, 0.3 ms of a
+    question's time (tests/test_localindex.py checks the two give the same tokens)."""
+    split, stop = _query_tokenizer()
+    return _stemmer().stemWords([t for t in split(text.lower()) if t not in stop])
+
+
+@functools.lru_cache(maxsize=1)
+def _query_tokenizer() -> tuple[Any, frozenset[str]]:
+    import re
+
+    from bm25s.stopwords import STOPWORDS_EN  # what bm25s.tokenize(stopwords="en") removes
+
+    return re.compile(TOKEN_PATTERN).findall, frozenset(STOPWORDS_EN)
 
 
 def bm25_index(texts: list[str]) -> Any:
@@ -387,6 +398,14 @@ class LocalIndex:
             rows.setdefault(pid, []).append(i)
         return rows
 
+    @functools.cached_property
+    def matrix(self) -> Any:
+        """The vectors as a plain ndarray (a view of the mapped file, no copy) for the query path: indexing an
+        np.memmap makes a memmap object each time. `vectors` stays the memmap, which names its file."""
+        import numpy as np
+
+        return np.asarray(self.vectors)
+
     @property
     def papers_index(self) -> PaperLevel:
         if self.paper_level is None:
@@ -421,16 +440,23 @@ class LocalIndex:
 
         return np.diff(np.asarray(self.bm25.scores["indptr"])).tolist()
 
-    def idf(self, words: set[str]) -> dict[str, float]:
+    def idf_table(self) -> dict[str, float]:
+        """idf of every BM25 term (a word not in it has the idf `idf` gives unseen words)."""
+        return self._idf_table
+
+    @functools.cached_property
+    def _idf_table(self) -> dict[str, float]:
+        """Made on the first question (~20 ms at 43k chunks): a question about papers not asked about before
+        looks up several hundred new words, one by one."""
+        n, df, log = self.size, self._doc_freq, math.log
+        # bm25s's vocabulary may hold a term past its score columns (the empty token): no chunk holds it.
+        return {w: log((n - df[i] + 0.5) / (df[i] + 0.5) + 1.0) for w, i in self.bm25.vocab_dict.items()
+                if i < len(df)}
+
+    def idf(self, words: set[str] | list[str]) -> dict[str, float]:
         """BM25 inverse document frequency of stemmed words (words the index has never seen are rarest)."""
-        n = self.size
-        vocab, df = self.bm25.vocab_dict, self._doc_freq
-        out = {}
-        for w in words:
-            i = vocab.get(w)
-            f = 0 if i is None else df[i]
-            out[w] = math.log((n - f + 0.5) / (f + 0.5) + 1.0)
-        return out
+        table, unseen = self._idf_table, math.log((self.size + 0.5) / 0.5 + 1.0)
+        return {w: table.get(w, unseen) for w in words}
 
 
 def _read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list[str], list[str], list[str],
@@ -687,6 +713,9 @@ def _load_bm25(folder: Path) -> Any:
     import numpy as np
 
     bm25 = bm25s.BM25.load(str(folder), mmap=True)
+    # Plain ndarray views of the mapped files (no copy): bm25s slices its score arrays a dozen times per query,
+    # and each slice of an np.memmap builds a memmap object, 0.2 ms of a question at 38 papers.
+    bm25.scores = {k: np.asarray(v) if isinstance(v, np.memmap) else v for k, v in bm25.scores.items()}
     bm25.term_counts = np.load(folder / TF_FILE, mmap_mode="r") if (folder / TF_FILE).exists() else None
     return bm25
 

@@ -20,7 +20,7 @@ from rag.retrieve import PaperHit, Retrieval, Retriever
 from rag.schema import Answer, Citation, Retrieved, SentenceCheck
 from rag.settings import Settings
 from rag.store import CatalogEntry
-from rag.text import split_sentences
+from rag.text import sentences_of
 
 if TYPE_CHECKING:
     from rag.integrations.llamaindex import PapersQueryEngine
@@ -52,7 +52,7 @@ def clean_question(question: str, max_chars: int) -> str:
 
 def sources_for(papers: list[PaperHit]) -> list[SourceText]:
     """Numbered sources ([1] = first retrieved paper) with every sentence of their abstracts."""
-    return [SourceText(n, p.label, split_sentences(p.text)) for n, p in enumerate(papers, 1)]
+    return [SourceText(n, p.label, list(sentences_of(p.text))) for n, p in enumerate(papers, 1)]
 
 
 @dataclass

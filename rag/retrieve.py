@@ -82,7 +82,8 @@ class Chunk:
 
 @dataclass
 class PaperHit:
-    """A retrieved paper: catalog fields, fused score, and its chunks (the candidates, or all after `complete`)."""
+    """A retrieved paper: catalog fields, fused score, and its chunks (the candidates, or all after `complete`),
+    in their order in the paper."""
 
     paper_id: str
     label: str
@@ -356,14 +357,14 @@ class Retriever:
         unscored = sorted(row for row in kept if row not in sig.cosine)  # found by BM25 only: one product for all
         cosine = dict(sig.cosine)
         if unscored:
-            cosine.update(zip(unscored, (np.asarray(local.vectors[unscored]) @ q).tolist()))
+            cosine.update(zip(unscored, (local.matrix[unscored] @ q).tolist()))
         for row in kept:
             hits_by_id[local.paper_ids[row]].chunks.append(
                 Chunk(local.chunk_ids[row], local.texts[row], float(cosine[row]), sig.fused_rows[row]))
         for hit in hits_by_id.values():
             if not hit.chunks:  # found by a paper-level ranking only: every chunk is a candidate
                 rows = local.rows_of_paper.get(hit.paper_id, [])
-                cosines = np.asarray(local.vectors[rows]) @ q if rows else []
+                cosines = local.matrix[rows] @ q if rows else []
                 hit.chunks = [Chunk(local.chunk_ids[r], local.texts[r], float(c)) for r, c in zip(rows, cosines)]
                 hit.complete = True
             hit.chunks.sort(key=lambda c: c.index)
@@ -383,7 +384,7 @@ class Retriever:
                 continue
             fused = {c.chunk_id: c.rank_score for c in p.chunks}
             rows = local.rows_of_paper.get(p.paper_id, [])
-            cosines = (np.asarray(local.vectors[rows]) @ q) if rows and q.size else [0.0] * len(rows)
+            cosines = (local.matrix[rows] @ q) if rows and q.size else [0.0] * len(rows)
             p.chunks = sorted((Chunk(local.chunk_ids[r], local.texts[r], float(c), fused.get(local.chunk_ids[r], 0.0))
                                for r, c in zip(rows, cosines)), key=lambda c: c.index)
             p.complete = True
@@ -399,7 +400,7 @@ def _dense_in_index(local: LocalIndex, vector: list[float], n: int, paper_ids: l
     rows = None if not paper_ids else [r for pid in paper_ids for r in local.rows_of_paper.get(pid, [])]
     if rows == []:
         return []
-    sims = (np.asarray(local.vectors) if rows is None else np.asarray(local.vectors[rows])) @ q
+    sims = (local.matrix if rows is None else local.matrix[rows]) @ q
     top = np.argsort(-sims, kind="stable")[:n]
     out = [int(i) if rows is None else rows[int(i)] for i in top]
     cosine.update((row, float(sims[i])) for row, i in zip(out, top))
@@ -416,7 +417,7 @@ def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
         return []
     flat = np.array([r for _, rs in kept for r in rs], dtype=np.int64)
     owner = np.repeat(np.arange(len(kept)), [len(rs) for _, rs in kept])
-    sims = np.asarray(local.vectors[flat]) @ q  # a paper's rows are its own: no row is shared
+    sims = local.matrix[flat] @ q  # a paper's rows are its own: no row is shared
     # Each paper's two best: sort by (paper, -cosine), then take the first two of every paper's run.
     order = np.lexsort((-sims, owner))
     owner, sims = owner[order], sims[order]

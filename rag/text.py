@@ -117,6 +117,14 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in split_with_spaces(text.strip())) if s]
 
 
+@lru_cache(maxsize=65536)
+def sentences_of(text: str) -> tuple[str, ...]:
+    """`split_sentences`, kept for the texts questions return to: every answer splits the chunks and abstracts
+    of its papers again, and the same papers come back for many questions (ingest splits each text once and
+    calls `split_sentences`, which leaves this cache to the query path)."""
+    return tuple(split_sentences(text))
+
+
 # --- terms and numbers ----------------------------------------------------------------------------------
 
 STOPWORDS = frozenset(

@@ -378,3 +378,37 @@ def test_vectors_written_file_to_file_equal_the_rows_in_memory(tmp_path: Path, m
     got = _stack_rows(previous, keep, new, _spill_path(previous))
     assert isinstance(got, np.memmap) and str(got.filename).startswith(str(tmp_path))
     assert np.array_equal(np.asarray(got), np.concatenate([saved[keep], new[0]]))
+
+
+def test_query_tokens_equal_bm25s_tokenize() -> None:
+    """`tokenize` is bm25s's tokeniser done for one text: the same tokens, in order, on punctuation, case,
+    stopwords, digits, hyphens, non-ASCII letters and repeats."""
+    import bm25s
+
+    texts = ABSTRACTS + [
+        "Which paper proposes RICE-PO, and does it beat GRPO's 54.7% on MATH-500?",
+        "THE the The a an AND ñandú Straße naïve café 3D x 2x 10k GPT-4o l2-norm ι-ICL",
+        "what do the papers say about the papers' papers", "", "?!", "over-fitting overfits overfitting",
+    ]
+    for text in texts:
+        expected = bm25s.tokenize(text, stopwords="en", stemmer=localindex._stemmer(),
+                                  token_pattern=localindex.TOKEN_PATTERN, return_ids=False, show_progress=False)[0]
+        assert localindex.tokenize(text) == expected, text
+
+
+def test_idf_counts_the_chunks_holding_each_word() -> None:
+    """idf of every indexed term and of unseen words is BM25's log(1 + (N - df + 0.5) / (df + 0.5)), with df
+    counted here from each chunk's own tokens."""
+    import math
+
+    texts = ABSTRACTS + ["FooNet FooNet and memory", "memory again", ""]
+    bm25 = scratch_bm25(texts)
+    index = LocalIndex(bm25, [f"c:{i}" for i in range(len(texts))], ["p"] * len(texts), texts,
+                       np.zeros((len(texts), 2), dtype=np.float32), {})
+    tokens = [set(tokenize(t)) for t in texts]
+    words = set().union(*tokens) | {"zzzunseen"}
+    n = len(texts)
+    expected = {w: math.log(1 + (n - sum(w in t for t in tokens) + 0.5) / (sum(w in t for t in tokens) + 0.5))
+                for w in words}
+    assert index.idf(words) == pytest.approx(expected, rel=1e-12)
+    assert index.idf(["zzzunseen"])["zzzunseen"] > max(v for w, v in expected.items() if w != "zzzunseen")
