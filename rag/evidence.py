@@ -334,10 +334,13 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
     # Rare question terms present anywhere in a paper (its text and label). A paper holding all of its chunks
     # has its text's terms in its sentences' (chunks split at whitespace), which are stemmed already.
-    in_paper: dict[str, set[str]] = {}
-    for r in raw:
+    sets = [frozenset(r[5]) for r in raw]
+    hits = [sset & qset for sset in sets]  # the question's terms in each sentence
+    rare_q = set(qt.rare)
+    in_paper: dict[str, set[str]] = {}  # the rare question terms in the sentences of papers held whole
+    for r, hit in zip(raw, hits):
         if getattr(r[0], "complete", False):
-            in_paper.setdefault(r[0].paper_id, set()).update(r[5])
+            in_paper.setdefault(r[0].paper_id, set()).update(hit & rare_q)
     paper_rare: dict[str, float] = {}
     for p in papers:
         text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
@@ -360,28 +363,29 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     q_idf = [(w, qt.idf[w]) for w in qset]
     k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
     bm25s_: list[float] = []
-    sets = [frozenset(r[5]) for r in raw]
-    for r, sset in zip(raw, sets):
+    for r, hit in zip(raw, hits):
         st = r[5]
-        base = BM25_K1 * (1 - BM25_B) + norm * len(st)
         score = 0.0
-        for w, idf in q_idf:
-            if w in sset:
-                f = st.count(w)
-                score += idf * f * (k1 + 1) / (f + base)
+        if hit:
+            base = BM25_K1 * (1 - BM25_B) + norm * len(st)
+            for w, idf in q_idf:
+                if w in hit:
+                    f = st.count(w)
+                    score += idf * f * (k1 + 1) / (f + base)
         bm25s_.append(score / total_idf)
     max_bm25 = max(bm25s_) or 1.0
     rare_idf = [(w, qt.idf[w]) for w in qt.rare]
+    label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
     out: list[Candidate] = []
-    for r, bm, sset in zip(raw, bm25s_, sets):
+    for r, bm, hit in zip(raw, bm25s_, hits):
         p, rank, j, s, cos, st = r
-        label = label_stems[p.paper_id]
-        overlap = sum(v for w, v in q_idf if w in sset or w in label) / total_idf
-        rare_share = sum(v for w, v in rare_idf if w in sset or w in label) / rare_total
+        present = hit | label_q[p.paper_id]
+        overlap = sum(v for w, v in q_idf if w in present) / total_idf if present else 0.0
+        rare_share = sum(v for w, v in rare_idf if w in present) / rare_total if present else 0.0
         # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
         # kept per sentence (it does not depend on the question), less the question words it holds.
         total, count = vocab.rarity_sum(s, st)
-        for w in sset & qset:
+        for w in hit:
             k = st.count(w)
             total -= k * rarity.get(w, unseen_rarity)
             count -= k

@@ -117,3 +117,34 @@ def test_papers_found_only_by_paper_rankings_carry_their_chunks(corpus_settings,
         assert p.chunks and all(-1.0 <= c.cosine <= 1.0 for c in p.chunks)
         if p.complete:
             assert " ".join(c.text for c in p.chunks) == p.text
+
+
+def test_two_closest_chunks_ranking_equals_a_brute_force_one() -> None:
+    """`_top2` orders papers by the float32 mean of their two best chunk cosines (a one-chunk paper: that
+    chunk's twice), ties in pool order; papers without rows are left out. Checked against sorting each paper's
+    cosines, on small-integer vectors (exact products, so many ties) and papers of 1 to 6 chunks."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from rag.retrieve import _top2
+
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        sizes = rng.integers(1, 7, size=12)
+        rows_of, start = {}, 0
+        for i, n in enumerate(sizes):
+            rows_of[f"p{i}"] = list(range(start, start + int(n)))
+            start += int(n)
+        matrix = rng.integers(-2, 3, size=(start, 8)).astype(np.float32)
+        q = rng.integers(-2, 3, size=8).astype(np.float32)
+        local = SimpleNamespace(rows_of_paper=rows_of, matrix=matrix)
+        pool = [f"p{i}" for i in rng.permutation(12)] + ["absent"]
+        scores = {}
+        for p in pool:
+            if p in rows_of:
+                sims = sorted((matrix[rows_of[p]] @ q).tolist(), reverse=True)
+                two = np.float32(sims[1] if len(sims) > 1 else sims[0])
+                scores[p] = (np.float32(sims[0]) + two) / np.float32(2)
+        expected = sorted(scores, key=lambda p: -scores[p])  # stable: ties keep pool order
+        assert _top2(local, pool, q) == expected
