@@ -38,7 +38,8 @@ def clean_question(question: str, max_chars: int) -> str:
     if question is None:
         raise QuestionError("empty question: type a question about the papers")
     text = _ANSI_RE.sub(" ", str(question))  # terminal colour codes pasted along with a question
-    text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in text)
+    if not text.isprintable():  # printable text holds no control or format characters (category C)
+        text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in text)
     text = re.sub(r"\s+", " ", text).strip()
     if not text:
         raise QuestionError("empty question: type a question about the papers")

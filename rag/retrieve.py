@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -75,8 +75,9 @@ class Chunk:
     cosine: float
     rank_score: float = 0.0  # fused score when the chunk was among the retrieved candidates, else 0
 
-    @property
+    @cached_property
     def index(self) -> int:
+        """The chunk's position in its paper (ids end in ":<position>"); read once, as sorting asks it often."""
         return int(self.chunk_id.rsplit(":", 1)[-1])
 
 
@@ -307,7 +308,10 @@ class Retriever:
             if "bm25_title" in active:
                 rankings["bm25_title"] = [p for p, _ in level.search(tokens, n, True, paper_ids)]
             if "dense_paper" in active:
-                rankings["dense_paper"] = _top_papers(level, np.asarray(vector, dtype=np.float32), n, paper_ids)
+                if paper_ids or self._changing or len(level.paper_ids) <= self.settings.paper_scan_limit:
+                    rankings["dense_paper"] = _top_papers(level, np.asarray(vector, dtype=np.float32), n, paper_ids)
+                else:
+                    rankings["dense_paper"] = self._paper_query(level, vector, n)
         if "dense_top2" in active:
             # The candidates re-ranked by the mean cosine of their two closest chunks (all their chunks, exact):
             # a claim often matches two sentences of the abstract that supports it.
@@ -315,6 +319,19 @@ class Retriever:
             rankings["dense_top2"] = _top2(local, pool, np.asarray(vector, dtype=np.float32))
         timings["papers_ms"] = (time.perf_counter() - t) * 1000
         return Signals(vector, cosine, fused_rows, rankings, timings, index=local)
+
+    def _paper_query(self, level: Any, vector: list[float], n: int) -> list[str]:
+        """Papers closest by mean chunk vector from the store's paper collection (HNSW): the same unit-length
+        means as the local index's, written with the version. At 51,830 papers a query took 2.3 ms against
+        8.0 ms for the exact scan; at 5,183 the scan is faster (`paper_scan_limit`)."""
+        try:
+            got = self.store.papers.query(query_embeddings=[vector], n_results=min(n, len(level.paper_ids)),
+                                          include=["distances"])
+        except Exception as e:  # a damaged vector index: say how to repair it, not Chroma's internals
+            from rag.store import damaged
+
+            raise damaged("store's paper vector index", e) from None
+        return [pid for pid in got["ids"][0] if pid in level.row_of]
 
     @property
     def fusion(self) -> FusionWeights:
@@ -364,8 +381,8 @@ class Retriever:
         for hit in hits_by_id.values():
             if not hit.chunks:  # found by a paper-level ranking only: every chunk is a candidate
                 rows = local.rows_of_paper.get(hit.paper_id, [])
-                cosines = local.matrix[rows] @ q if rows else []
-                hit.chunks = [Chunk(local.chunk_ids[r], local.texts[r], float(c)) for r, c in zip(rows, cosines)]
+                cosines = (local.matrix[rows] @ q).tolist() if rows else []
+                hit.chunks = [Chunk(local.chunk_ids[r], local.texts[r], c) for r, c in zip(rows, cosines)]
                 hit.complete = True
             hit.chunks.sort(key=lambda c: c.index)
         sig.timings_ms["fuse_ms"] = (time.perf_counter() - t) * 1000 + sig.timings_ms.pop("papers_ms", 0.0)
@@ -384,9 +401,10 @@ class Retriever:
                 continue
             fused = {c.chunk_id: c.rank_score for c in p.chunks}
             rows = local.rows_of_paper.get(p.paper_id, [])
-            cosines = (local.matrix[rows] @ q) if rows and q.size else [0.0] * len(rows)
-            p.chunks = sorted((Chunk(local.chunk_ids[r], local.texts[r], float(c), fused.get(local.chunk_ids[r], 0.0))
-                               for r, c in zip(rows, cosines)), key=lambda c: c.index)
+            cosines = (local.matrix[rows] @ q).tolist() if rows and q.size else [0.0] * len(rows)
+            ids, texts = local.chunk_ids, local.texts
+            p.chunks = sorted([Chunk(ids[r], texts[r], c, fused.get(ids[r], 0.0)) for r, c in zip(rows, cosines)],
+                              key=lambda c: c.index)
             p.complete = True
         return retrieval
 

@@ -120,6 +120,11 @@ class Settings(BaseSettings):
                             "X?\") when no k is given: any of them may belong in the answer, which cites those "
                             "whose evidence passes.")
     candidates: int = Field(40, ge=1, le=1000, description="Chunks each retriever returns before fusion.")
+    paper_scan_limit: int = Field(
+        20000, ge=0, description="Up to this many papers, the ranking by paper vector (each paper's mean chunk "
+                                 "vector) is an exact scan in memory; above it, a query of the store's paper "
+                                 "collection (HNSW, approximate), whose cost barely grows with the corpus while "
+                                 "the scan's does (benchmarks/paper_ranking.py measures both).")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval mode.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant of the chunk-level fusion.")
     retrieval_fit: Path | None = Field(

@@ -119,6 +119,35 @@ def test_papers_found_only_by_paper_rankings_carry_their_chunks(corpus_settings,
             assert " ".join(c.text for c in p.chunks) == p.text
 
 
+def test_paper_vector_ranking_from_the_paper_collection_equals_the_scan(corpus_settings, answerable) -> None:  # noqa: ANN001
+    """Above PAPERS_PAPER_SCAN_LIMIT papers, the ranking by mean vector comes from Chroma's paper collection:
+    on 38 papers (HNSW is exact at this size) it is the in-memory scan's ranking, question for question, and a
+    scoped question still scans only its papers."""
+    from rag.qa import Assistant
+    from rag.retrieve import LISTS, FusionWeights
+
+    every = FusionWeights(dict.fromkeys(LISTS, 1.0))
+    scan = Assistant(corpus_settings).retriever
+    query = Assistant(corpus_settings.model_copy(update={"paper_scan_limit": 0})).retriever
+    calls = []
+    real = query.store.papers.query
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the ranking's lookups (the load probe has no distances)
+        if kwargs.get("include"):
+            calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    query.store.papers.query = counted
+    for q in [x["question"] for x in answerable[:12]]:
+        a, b = scan.signals(q, fusion=every), query.signals(q, fusion=every)
+        assert a.rankings["dense_paper"] == b.rankings["dense_paper"], q
+        assert len(b.rankings["dense_paper"]) == 38
+    assert len(calls) == 12
+    some = a.rankings["dense_paper"][:3]
+    scoped = query.signals("Over how many test steps does RecMem stay stable?", paper_ids=some, fusion=every)
+    assert set(scoped.rankings["dense_paper"]) == set(some) and len(calls) == 12
+
+
 def test_two_closest_chunks_ranking_equals_a_brute_force_one() -> None:
     """`_top2` orders papers by the float32 mean of their two best chunk cosines (a one-chunk paper: that
     chunk's twice), ties in pool order; papers without rows are left out. Checked against sorting each paper's
