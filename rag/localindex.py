@@ -311,22 +311,25 @@ def _paper_text(e: CatalogEntry) -> str:
     return f"{heading(e.title, e.label)}. {e.text}"
 
 
-def _mean_vectors(ids: list[str], chunk_paper_ids: list[str], vectors: Any) -> Any:
-    """Unit-length sum of the chunk vectors of each of `ids` (rows of `vectors` follow `chunk_paper_ids`)."""
+def _mean_vectors(ids: list[str], chunk_paper_ids: list[str], vectors: Any, first_row: int = 0) -> Any:
+    """Unit-length sum of the chunk vectors of each of `ids` (rows of `vectors` follow `chunk_paper_ids`),
+    whose chunks are all at `first_row` or after (an update's new rows: not scanning the 434k before them
+    saved 0.3 s of adding one paper)."""
     import numpy as np
 
     row = {pid: i for i, pid in enumerate(ids)}
     sums = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
-    owners = np.fromiter((row.get(p, -1) for p in chunk_paper_ids), dtype=np.int64, count=len(chunk_paper_ids))
+    owners = np.fromiter((row.get(p, -1) for p in chunk_paper_ids[first_row:]), dtype=np.int64,
+                         count=len(chunk_paper_ids) - first_row)  # by row from first_row on
     keep = np.flatnonzero(owners >= 0)
-    np.add.at(sums, owners[keep], np.asarray(vectors[keep], dtype=np.float32))
+    np.add.at(sums, owners[keep], np.asarray(vectors[keep + first_row], dtype=np.float32))
     sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
     return sums
 
 
 def updated_paper_level(previous: PaperLevel | None, previous_papers: dict[str, CatalogEntry],
                         papers: dict[str, CatalogEntry], chunk_paper_ids: list[str], vectors: Any,
-                        touched: set[str]) -> PaperLevel:
+                        touched: set[str], new_from: int | None = None) -> PaperLevel:
     """`build_paper_level` of the new rows, from the previous paper level: a paper whose chunks were not
     touched keeps its mean vector, and its BM25 documents when its title and abstract are unchanged; only the
     other papers' texts are tokenised."""
@@ -336,20 +339,23 @@ def updated_paper_level(previous: PaperLevel | None, previous_papers: dict[str, 
         return build_paper_level(papers, chunk_paper_ids, vectors)
     ids = [pid for pid in dict.fromkeys(chunk_paper_ids) if pid in papers]
 
-    def kept_row(pid: str, same: Any) -> int:
-        old, new = previous_papers.get(pid), papers[pid]
-        row = previous.row_of.get(pid, -1)
-        return row if row >= 0 and pid not in touched and old is not None and (old is new or same(old, new)) else -1
-
     def same_head(a: CatalogEntry, b: CatalogEntry) -> bool:
         return heading(a.title, a.label) == heading(b.title, b.label)
 
-    def same_text(a: CatalogEntry, b: CatalogEntry) -> bool:
-        return same_head(a, b) and a.text == b.text
+    def kept_rows(pid: str) -> tuple[int, int, int]:
+        """The paper's previous row for its mean vector, its title document and its whole-paper document, each
+        -1 when it must be made anew (touched papers; a changed heading; a changed heading or abstract)."""
+        old, new = previous_papers.get(pid), papers[pid]
+        row = previous.row_of.get(pid, -1)
+        if row < 0 or pid in touched or old is None:
+            return -1, -1, -1
+        if old is new:
+            return row, row, row
+        head = row if same_head(old, new) else -1
+        return row, head, head if head >= 0 and old.text == new.text else -1
 
-    reuse_text = np.array([kept_row(p, same_text) for p in ids], dtype=np.int64)
-    reuse_head = np.array([kept_row(p, same_head) for p in ids], dtype=np.int64)
-    reuse_vector = np.array([kept_row(p, lambda a, b: True) for p in ids], dtype=np.int64)
+    rows = np.array([kept_rows(p) for p in ids], dtype=np.int64).reshape(-1, 3)
+    reuse_vector, reuse_head, reuse_text = (np.ascontiguousarray(rows[:, i]) for i in range(3))
     bm25 = _updated_bm25(previous.bm25, reuse_text,
                          [_paper_text(papers[ids[i]]) for i in np.flatnonzero(reuse_text < 0)])
     if bm25 is None:
@@ -364,7 +370,10 @@ def updated_paper_level(previous: PaperLevel | None, previous_papers: dict[str, 
     old = reuse_vector >= 0
     means[old] = np.asarray(previous.vectors)[reuse_vector[old]] if old.any() else 0
     if not old.all():
-        means[~old] = _mean_vectors([ids[i] for i in np.flatnonzero(~old)], chunk_paper_ids, vectors)
+        fresh = [ids[i] for i in np.flatnonzero(~old)]
+        # Touched papers' chunks are the rows from `new_from` on (read back from the store after the kept ones).
+        start = new_from if new_from is not None and all(p in touched for p in fresh) else 0
+        means[~old] = _mean_vectors(fresh, chunk_paper_ids, vectors, start)
     return PaperLevel(ids, bm25, title_bm25, means)
 
 
@@ -554,7 +563,8 @@ def updated_local_index(previous: LocalIndex, store: Store, touched: set[str],
     bm25 = _updated_bm25(previous.bm25, reuse, [embedded_text(labels[i], texts[i]) for i in np.flatnonzero(reuse < 0)])
     if bm25 is None:  # saved without term counts: tokenise every row once, the next update is incremental
         return _index(chunk_ids, paper_ids, texts, labels, all_vectors, papers)
-    level = updated_paper_level(previous.paper_level, previous.papers, papers, paper_ids, all_vectors, touched)
+    level = updated_paper_level(previous.paper_level, previous.papers, papers, paper_ids, all_vectors, touched,
+                                len(keep))
     return LocalIndex(bm25, chunk_ids, paper_ids, texts, all_vectors, papers, paper_level=level)
 
 
