@@ -318,8 +318,13 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
 
         qvec = np.asarray(query_vector, dtype=np.float32)
     qset = set(qt.stems)
+    # Sums over the question's terms run in the question's word order, never a set's: set order follows string
+    # hashing, which changes per process, and float sums in another order differ in their last bits (enough to
+    # swap two near-tied papers; tests/test_extractive.py answers every question under two hash seeds).
+    q_terms = list(dict.fromkeys(qt.stems))
+    rare_terms = [w for w in q_terms if w in qt.rare]
     total_idf = sum(qt.idf.values()) or 1.0
-    rare_total = sum(qt.idf[w] for w in qt.rare) or 1.0
+    rare_total = sum(qt.idf[w] for w in rare_terms) or 1.0
     top_score = max((p.score for p in papers), default=1.0) or 1.0
     raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
     for rank, p in enumerate(papers):
@@ -345,7 +350,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     for p in papers:
         text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
         have = text | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
-        paper_rare[p.paper_id] = sum(qt.idf[w] for w in qt.rare if w in have) / rare_total
+        paper_rare[p.paper_id] = sum(qt.idf[w] for w in rare_terms if w in have) / rare_total
     rarity = vocab.rarities()
     unseen_rarity = vocab.unseen_rarity
     max_cos = max(r[4] for r in raw)
@@ -360,7 +365,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             name = qt.focus_names.get(r[0].paper_id, "")
             if name and r[0].paper_id not in intro and _names(r[3], name):
                 intro[r[0].paper_id] = r[2]
-    q_idf = [(w, qt.idf[w]) for w in qset]
+    q_idf = [(w, qt.idf[w]) for w in q_terms]
     k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
     bm25s_: list[float] = []
     for r, hit in zip(raw, hits):
@@ -374,7 +379,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
                     score += idf * f * (k1 + 1) / (f + base)
         bm25s_.append(score / total_idf)
     max_bm25 = max(bm25s_) or 1.0
-    rare_idf = [(w, qt.idf[w]) for w in qt.rare]
+    rare_idf = [(w, qt.idf[w]) for w in rare_terms]
     label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
     out: list[Candidate] = []
     for r, bm, hit in zip(raw, bm25s_, hits):
@@ -385,7 +390,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
         # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
         # kept per sentence (it does not depend on the question), less the question words it holds.
         total, count = vocab.rarity_sum(s, st)
-        for w in hit:
+        for w in (q for q in q_terms if q in hit) if hit else ():
             k = st.count(w)
             total -= k * rarity.get(w, unseen_rarity)
             count -= k
