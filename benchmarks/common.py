@@ -146,7 +146,8 @@ a = Assistant(s)
 a.retriever.warm_up()
 load_s = time.perf_counter() - t0
 questions = json.loads({questions!r})
-floor, full = [], []
+from rag.retrieve import _dense_in_index
+floor, scan_floor, full = [], [], []
 for _ in range({rounds}):
     for q in questions:
         r = a.retriever
@@ -155,17 +156,25 @@ for _ in range({rounds}):
         r.store.chunks.query(query_embeddings=[v], n_results=s.candidates, include=["distances"])
         r.local_index.search(q, s.candidates)
         floor.append((time.perf_counter() - t) * 1000)
+        if r.local_index.size <= s.chunk_scan_limit:  # the dense search the answer makes at this size
+            t = time.perf_counter()
+            v = r.embedder.get_query_embedding(q)
+            _dense_in_index(r.local_index, v, s.candidates, None, {{}})
+            r.local_index.search(q, s.candidates)
+            scan_floor.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         a.ask(q, mode="extractive")
         full.append((time.perf_counter() - t) * 1000)
 rss = [int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-print(json.dumps({{"load_s": load_s, "floor": floor, "full": full, "rss_mb": rss}}))
+print(json.dumps({{"load_s": load_s, "floor": floor, "scan_floor": scan_floor, "full": full, "rss_mb": rss}}))
 """
 
 
 def query_probe(env: dict[str, str], questions: list[str], rounds: int = 2) -> dict:
     """Queries in a fresh process (its memory is the query path's alone): the floor (embed the question, one
-    Chroma query, one BM25 query) and the full extractive answer, interleaved so machine noise hits both."""
+    Chroma query, one BM25 query) and the full extractive answer, interleaved so machine noise hits both; on an
+    index small enough that the answer scans its vectors instead of querying Chroma (PAPERS_CHUNK_SCAN_LIMIT),
+    also the floor with that scan in place of the Chroma query (`scan_floor`)."""
     import subprocess
 
     code = QUERY_PROBE.format(root=str(ROOT), questions=json.dumps(questions), rounds=rounds)

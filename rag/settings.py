@@ -120,6 +120,11 @@ class Settings(BaseSettings):
                             "X?\") when no k is given: any of them may belong in the answer, which cites those "
                             "whose evidence passes.")
     candidates: int = Field(40, ge=1, le=1000, description="Chunks each retriever returns before fusion.")
+    chunk_scan_limit: int = Field(
+        5000, ge=0, description="Up to this many chunks, the dense chunk search is an exact scan of the local "
+                                "index's vectors in memory (0.13 ms at 297 chunks against 0.88 ms for Chroma's "
+                                "query, and the same results in every process: HNSW's are not); above it, "
+                                "Chroma's HNSW query (1.7 ms at 43k chunks against 8.7 ms for the scan).")
     paper_scan_limit: int = Field(
         20000, ge=0, description="Up to this many papers, the ranking by paper vector (each paper's mean chunk "
                                  "vector) is an exact scan in memory; above it, a query of the store's paper "
