@@ -105,7 +105,7 @@ class Vocabulary:
         self._keys: list[str] | None = None
         self._unseen: dict[str, bool] = {}
         self._rarities: dict[str, float] | None = None
-        self._rarity_sums: dict[tuple[str, ...], tuple[float, int]] = {}
+        self._rarity_sums: dict[str, tuple[float, int]] = {}  # sentence -> (sum of rarities, stems)
         self.max_idf = math.log(max(2, index.size if index is not None else 2) + 1.0)
 
     def idf(self, words: set[str] | list[str]) -> dict[str, float]:
@@ -118,7 +118,7 @@ class Vocabulary:
         specificity averages it over all the sentence's words."""
         if self._rarities is None:
             scale = self.max_idf
-            self._rarities = {w: v / scale for w, v in self.index.idf_table().items()} \
+            self._rarities = {w: v / scale for w, v in self.index.idf_table.items()} \
                 if self.index is not None else {}
         return self._rarities
 
@@ -390,10 +390,11 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
         # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
         # kept per sentence (it does not depend on the question), less the question words it holds.
         total, count = vocab.rarity_sum(s, st)
-        for w in (q for q in q_terms if q in hit) if hit else ():
-            k = st.count(w)
-            total -= k * rarity.get(w, unseen_rarity)
-            count -= k
+        for w in q_terms if hit else ():
+            if w in hit:
+                k = st.count(w)
+                total -= k * rarity.get(w, unseen_rarity)
+                count -= k
         name = qt.focus_names.get(p.paper_id, "")
         n = n_of_paper[p.paper_id]
         f = {
@@ -415,9 +416,12 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     return out
 
 
-def _logistic(features: dict[str, float], weights: dict[str, float], bias: float) -> float:
-    z = bias + sum([weights.get(k, 0.0) * v for k, v in features.items()])
+def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _logistic(features: dict[str, float], weights: dict[str, float], bias: float) -> float:
+    return _sigmoid(bias + sum([weights.get(k, 0.0) * v for k, v in features.items()]))
 
 
 def _score(cands: list[Candidate], c: Constants) -> None:
@@ -431,8 +435,7 @@ def _score(cands: list[Candidate], c: Constants) -> None:
         if tuple(f) != keys:
             keys = tuple(f)
             weights = [c.sentence_weights.get(k, 0.0) for k in keys]
-        z = bias + sum(map(operator.mul, weights, f.values()))
-        cand.prob = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        cand.prob = _sigmoid(bias + sum(map(operator.mul, weights, f.values())))
 
 
 def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:

@@ -449,14 +449,11 @@ class LocalIndex:
 
         return np.diff(np.asarray(self.bm25.scores["indptr"])).tolist()
 
-    def idf_table(self) -> dict[str, float]:
-        """idf of every BM25 term (a word not in it has the idf `idf` gives unseen words)."""
-        return self._idf_table
-
     @functools.cached_property
-    def _idf_table(self) -> dict[str, float]:
-        """Made on the first question (~20 ms at 43k chunks): a question about papers not asked about before
-        looks up several hundred new words, one by one."""
+    def idf_table(self) -> dict[str, float]:
+        """idf of every BM25 term (a word not in it has the idf `idf` gives unseen words), made on the first
+        question (~20 ms at 43k chunks): a question about papers not asked about before looks up several
+        hundred new words, one by one."""
         n, df, log = self.size, self._doc_freq, math.log
         # bm25s's vocabulary may hold a term past its score columns (the empty token): no chunk holds it.
         return {w: log((n - df[i] + 0.5) / (df[i] + 0.5) + 1.0) for w, i in self.bm25.vocab_dict.items()
@@ -464,7 +461,7 @@ class LocalIndex:
 
     def idf(self, words: set[str] | list[str]) -> dict[str, float]:
         """BM25 inverse document frequency of stemmed words (words the index has never seen are rarest)."""
-        table, unseen = self._idf_table, math.log((self.size + 0.5) / 0.5 + 1.0)
+        table, unseen = self.idf_table, math.log((self.size + 0.5) / 0.5 + 1.0)
         return {w: table.get(w, unseen) for w in words}
 
 
