@@ -15,6 +15,7 @@ from rag import localindex
 from rag.ingest import ingest
 from rag.localindex import (
     TF_FILE,
+    WORDS_FILE,
     TOKEN_PATTERN,
     LocalIndex,
     build_local_index,
@@ -119,6 +120,9 @@ def assert_same_index(ours: LocalIndex, full: LocalIndex) -> None:
     for pid in theirs.paper_ids:
         assert np.allclose(np.asarray(mine.vectors[mine.row_of[pid]]), np.asarray(theirs.vectors[theirs.row_of[pid]]),
                            atol=1e-5)
+    # every word of the texts, titles and labels with its stems (a derived table keeps removed papers' words too)
+    table = ours.word_table()
+    assert all(table.get(w) == st for w, st in full.word_table().items())
 
 
 @pytest.fixture()
@@ -339,6 +343,68 @@ def test_index_saved_without_term_counts_is_rebuilt_once_then_derived(tmp_path: 
     assert sum(tokenised) == sum(p in report.added for p in ours.paper_ids) + 2, tokenised
     assert_same_index(ours, build_local_index(store))
     assert_bm25_as_from_scratch(ours)
+
+
+def test_saved_word_table_spares_questions_the_stemming(tmp_path: Path, tiny_corpus: Path, counting_embedder,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every version's index saves its words' stems and a reader loads them, so no indexed word is stemmed at
+    question time; an index saved without the table answers the same, stemming words as it meets them."""
+    from rag import text
+
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    (tiny_corpus / "extra.txt").write_text(ABSTRACTS[3])
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)  # a derived version
+    store = Store.open(s)
+    folder = index_dir(s, store.version)
+    assert (folder / WORDS_FILE).exists()
+    want = {t: text.term_stems(t) for t in build_local_index(store).texts}
+    stemmed: list[str] = []
+    real = text._stems_of_word
+    monkeypatch.setattr(text, "_stems_of_word", lambda w: stemmed.append(w) or real(w))
+    monkeypatch.setattr(text, "_WORD_STEMS", text._WordStems())
+    loaded = ensure_local_index(s, store)
+    assert loaded.word_stems is not None and "quuxdb" in " ".join(loaded.word_stems)  # the added paper's words
+    assert {t: text.term_stems(t) for t in loaded.texts} == want and stemmed == []
+
+    (folder / WORDS_FILE).unlink()
+    monkeypatch.setattr(text, "_WORD_STEMS", text._WordStems())
+    old = ensure_local_index(s, store)
+    assert old.word_stems is None
+    assert {t: text.term_stems(t) for t in old.texts} == want and stemmed, "stemmed as met"
+
+
+def test_an_ingest_starts_from_the_index_its_process_saved(tmp_path: Path, tiny_corpus: Path, counting_embedder,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within one process, the next ingest and a reader use the index the last ingest saved without reading it
+    back; once a file of it changes on disk it is read again, and a damaged one is rebuilt."""
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    loads: list[Path] = []
+    real = localindex._load
+    monkeypatch.setattr(localindex, "_load", lambda folder: loads.append(folder) or real(folder))
+    store = Store.open(s)
+    first = localindex.committed_index(s, store)
+    assert first is not None and first is ensure_local_index(s, store) and loads == []
+    (tiny_corpus / "extra.txt").write_text(ABSTRACTS[3])
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    store = Store.open(s)
+    ours = ensure_local_index(s, store)
+    assert loads == [] and ours is not first
+    assert_same_index(ours, build_local_index(store))
+    assert isinstance(ours.vectors, np.memmap) and isinstance(ours.papers_index.vectors, np.memmap)
+
+    folder = index_dir(s, store.version)
+    data = (folder / localindex.PAPERS_FILE).read_bytes()  # rewritten by someone else: the same bytes, a new file
+    (folder / localindex.PAPERS_FILE).unlink()
+    (folder / localindex.PAPERS_FILE).write_bytes(data)
+    again = ensure_local_index(s, store)
+    assert loads == [folder] and again is not ours
+    assert_same_index(again, ours)
+    (folder / localindex.TABLE_FILE).write_text("{")  # damaged
+    rebuilt = ensure_local_index(s, store)
+    assert len(loads) == 2 and rebuilt is not again
+    assert_same_index(rebuilt, build_local_index(store))
 
 
 def test_index_files_round_trip_text_orjson_refuses(tmp_path: Path) -> None:
