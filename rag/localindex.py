@@ -17,6 +17,10 @@ array work (see `_updated_bm25`). An ingest publishes the new version's index be
 store, so a reader finds a complete index for every committed version. A store left pending by a killed ingest
 is not trusted: its next ingest rebuilds from the store, and an embedded-store reader (which the store lock
 guarantees is alone) builds its index from the store in memory until then.
+
+Each version also saves the stems of every word of its texts (`WORDS_FILE`), which a reader loads so that
+scoring a question's sentences never stems a corpus word, and a process keeps the last index it saved or read
+(`_saved`), so its next ingest or reader starts from it while that folder's files are unchanged.
 """
 
 from __future__ import annotations
