@@ -142,9 +142,10 @@ def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str
 FOREIGN_SHARE = 0.5  # a question is in another language when more than half its words are new to the corpus
 
 
-def _foreign(question: str, vocab: Vocabulary) -> bool:
-    """Are most of the question's words (four letters or more) ones no indexed chunk uses? Corpus-derived, so a
-    terse English claim ("Activated Cdk5 regulates neuronal death") is not mistaken for another language."""
+def foreign(question: str, vocab: Vocabulary) -> bool:
+    """Are most of the question's words (four letters or more) ones no indexed chunk uses? Then its nearest
+    sentences are near by chance. Corpus-derived, so a terse English claim ("Activated Cdk5 regulates neuronal
+    death") is not mistaken for another language."""
     words = re.findall(r"[^\W\d_]{4,}", question.lower())
     if len(words) < 3 or vocab.index is None:
         return False
@@ -254,7 +255,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     best = cands[0]
     if not focus:
         words = list(info.words)
-        if _foreign(question, vocab):
+        if foreign(question, vocab):
             # Mostly words the corpus never uses and no paper named (a question in another language): the
             # embedding model is English, so the nearest sentence is near by chance, not evidence.
             return _abstain(prompts.ABSTAIN_NO_MATCH, cands)

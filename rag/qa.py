@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rag import prompts
 from rag.cite import SourceText, check_answer
 from rag.evidence import Vocabulary, strength, vocabulary_for
-from rag.extractive import Draft, draft_answer, evidence_for
+from rag.extractive import Draft, draft_answer, evidence_for, foreign
 from rag.question import analyse, is_list_question
 from rag.references import citation_fields, paper_fields
 from rag.retrieve import PaperHit, Retrieval, Retriever
@@ -305,15 +305,20 @@ class Assistant:
         q = clean_question(query, self.settings.max_question_chars)
         retrieval = self.retriever.complete(self.retriever.retrieve(q, k=k))
         # The same evidence scorer as the answerer: each paper's best sentence and how strongly it matches.
+        vocab = self.vocabulary()
         best: dict[str, tuple[float, str]] = {}
-        for c in evidence_for(q, retrieval, self.vocabulary()):
+        for c in evidence_for(q, retrieval, vocab):
             if c.prob > best.get(c.paper.paper_id, (-1.0, ""))[0]:
                 best[c.paper.paper_id] = (c.prob, c.sentence)
+        # A query mostly in words no indexed chunk uses meets its closest sentences by chance: `ask` abstains on
+        # it, and no hit is a match (the scorer's features are relative to the best sentence found, so on a small
+        # corpus the best of unrelated sentences can score high).
+        by_chance = foreign(q, vocab)
         out = []
         for p in retrieval.papers:
             prob, sentence = best.get(p.paper_id, (0.0, ""))
             out.append(LookupHit(p.paper_id, p.label, p.source, p.position, round(p.score, 4), sentence,
-                                 p.reference, strength(prob), round(prob, 4)))
+                                 p.reference, "none" if by_chance else strength(prob), round(prob, 4)))
         return out
 
     def papers(self) -> list[CatalogEntry]:
