@@ -340,9 +340,17 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
     best = with_numbers[0]
     if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=what))
+    if not info.units:
+        # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
+        # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
+        # holds most of the question's other words answers it (ties: the likeliest).
+        def told(x: Candidate) -> int:
+            return len((asked - stems(x.paper.title) - stems(x.paper.label)) & stems(x.sentence))
+
+        best = max((x for x in with_numbers if x.paper is best.paper), key=told)
     quotes = [Quote(best.paper, best.sentence)]
-    for x in with_numbers[1:MAX_SENTENCES]:
-        if x.paper is best.paper and x.prob >= c.second_sentence_at:
+    for x in with_numbers[:MAX_SENTENCES]:
+        if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
             quotes.append(Quote(x.paper, x.sentence))
     return Draft(quotes)
 
