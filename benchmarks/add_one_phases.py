@@ -25,12 +25,12 @@ from pathlib import Path
 from common import bench_settings
 
 STEPS = {  # module -> functions (Class.method for methods); missing ones are skipped
-    "rag.store": ["Store.open", "Store.check_vectors", "Store.catalog", "Store.get_papers", "Store.begin_update",
+    "rag.index.store": ["Store.open", "Store.check_vectors", "Store.catalog", "Store.get_papers", "Store.begin_update",
                   "Store.commit", "Store.delete_papers", "Store.claim_runtime"],
-    "rag.corpus": ["scan"],
-    "rag.ingest": ["_ingest", "_embed_and_write", "_rewrite_metadata"],
-    "rag.embed": ["ensure_onnx", "ingest_embedder_for"],
-    "rag.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index", "_load",
+    "rag.corpus.scan": ["scan"],
+    "rag.index.ingest": ["_ingest", "_embed_and_write", "_rewrite_metadata"],
+    "rag.index.embed": ["ensure_onnx", "ingest_embedder_for"],
+    "rag.index.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index", "load_index",
                        "_read_chunks", "updated_local_index", "_index", "bm25_index", "build_paper_level",
                        "_updated_bm25", "_bm25_from_counts", "updated_paper_level", "_stack_rows", "_publish", "_save",
                        "_save_vectors"],
@@ -75,8 +75,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from rag.embed import embedder_for
-    from rag.ingest import ingest
+    from rag.index.embed import embedder_for
+    from rag.index.ingest import ingest
 
     log: list[tuple[int, str, float]] = []
     instrument(log)

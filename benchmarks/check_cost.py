@@ -1,5 +1,5 @@
 """What the citation check adds after a generated answer ends, with and without embedding the sources'
-sentences while the LLM generates (the prefetch in rag/qa.py), side by side in one run.
+sentences while the LLM generates (the prefetch in rag/service.py), side by side in one run.
 
     python benchmarks/check_cost.py [--generation-s 2.0]
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 from common import ROOT, bench_settings, table
 
-from rag.qa import Assistant, sources_for
+from rag.answer.render import sources_for
+from rag.service import Assistant
 
 QUESTIONS = ["What does RecMem do with history segments?", "How does DyMoS change motion in image-to-video models?",
              "What is ReLoop about?", "Which benchmark tests physical reasoning?", "What does PotARCin measure?",
@@ -38,7 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generation-s", type=float, default=2.0)
     args = ap.parse_args()
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = bench_settings(Path(tmp), corpus_paths=[ROOT / "corpus"])

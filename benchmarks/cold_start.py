@@ -33,7 +33,7 @@ def time_ask(env: dict[str, str]) -> tuple[float, dict]:
 
 
 def import_seconds(env: dict[str, str]) -> float:
-    code = "import time; t=time.perf_counter(); import rag.cli, rag.qa, chromadb, bm25s, onnxruntime; " \
+    code = "import time; t=time.perf_counter(); import rag.frontends.cli, rag.service, chromadb, bm25s, onnxruntime; " \
            "print(time.perf_counter()-t)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip())
@@ -82,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = bench_settings(Path(tmp) / "data", corpus_paths=[ROOT / "corpus"])

@@ -30,10 +30,10 @@ def bench_settings(data_dir: Path, **overrides: object) -> Settings:
 
 def chunk_texts(records: list[dict], settings: Settings) -> list[str]:
     """Exactly the texts ingest embeds for these records (label-prefixed whole-sentence chunks)."""
-    from rag.chunking import WholeSentenceChunker
-    from rag.corpus import Paper
-    from rag.ingest import make_document
-    from rag.labels import extract_label
+    from rag.index.chunking import WholeSentenceChunker
+    from rag.corpus.scan import Paper
+    from rag.index.ingest import make_document
+    from rag.corpus.labels import extract_label
     from rag.text import clean_markup, stable_id
     from llama_index.core.schema import MetadataMode
 
@@ -139,14 +139,14 @@ QUERY_PROBE = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 from rag.settings import load_settings
-from rag.qa import Assistant
+from rag.service import Assistant
 s = load_settings()
 t0 = time.perf_counter()
 a = Assistant(s)
 a.retriever.warm_up()
 load_s = time.perf_counter() - t0
 questions = json.loads({questions!r})
-from rag.retrieve import _dense_in_index
+from rag.answer.retrieve import _dense_in_index
 floor, scan_floor, full = [], [], []
 for _ in range({rounds}):
     for q in questions:

@@ -4,7 +4,7 @@
 
 In one process, interleaved per question so machine noise hits all alike: the floor (embed the question, one
 Chroma query, one BM25 query), retrieval with the chunk-level fusion alone (the ranking before paper-level
-evidence), retrieval with the fitted fusion (eval/retrieval_fit.json), and the full extractive answer.
+evidence), retrieval with the fitted fusion (rag/answer/fitted/retrieval.json), and the full extractive answer.
 Without --data-dir the 38-paper corpus is ingested into a temporary folder; --questions takes a JSONL file
 with a "question" or "claim" field (default tests/data/dev_questions.jsonl).
 """
@@ -21,8 +21,8 @@ from common import ROOT, bench_settings, p50, percentile, table
 
 
 def measure(data_dir: Path, questions: list[str], rounds: int) -> list[dict]:
-    from rag.qa import Assistant
-    from rag.retrieve import FusionWeights
+    from rag.service import Assistant
+    from rag.answer.retrieve import FusionWeights
 
     settings = bench_settings(data_dir)
     a = Assistant(settings)
@@ -61,7 +61,7 @@ def main() -> None:
     rows = [json.loads(x) for x in args.questions.read_text().splitlines() if x.strip()]
     questions = [d.get("question") or d.get("claim") for d in rows][:args.limit]
     if args.data_dir is None:
-        from rag.ingest import ingest
+        from rag.index.ingest import ingest
 
         with tempfile.TemporaryDirectory() as tmp:
             settings = bench_settings(Path(tmp), corpus_paths=[ROOT / "corpus"])

@@ -27,7 +27,7 @@ def chroma_write_ms(settings: Settings, scratch: Path) -> float:
     llama-index metadata), timed alone into a fresh collection: the part of ingest no code of ours can remove."""
     import chromadb
 
-    from rag.store import Store
+    from rag.index.store import Store
 
     got = Store.open(settings).chunks.get(include=["embeddings", "documents", "metadatas"])
     target = chromadb.PersistentClient(path=str(scratch)).create_collection(
@@ -45,8 +45,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
 
-    from rag.embed import embedder_for
-    from rag.ingest import ingest
+    from rag.index.embed import embedder_for
+    from rag.index.ingest import ingest
 
     os.chdir(ROOT)  # sources are recorded relative to the working directory: the CLI below runs from ROOT too
     with tempfile.TemporaryDirectory() as tmp:

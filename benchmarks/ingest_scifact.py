@@ -57,8 +57,8 @@ def chunks_of(path: Path) -> tuple[list[str], list[str]]:
     """(paper id, embedded text) of every chunk ingest makes from the file: the project's scan and chunker."""
     from llama_index.core.schema import MetadataMode
 
-    from rag.corpus import scan
-    from rag.ingest import make_document, make_splitter
+    from rag.corpus.scan import scan
+    from rag.index.ingest import make_document, make_splitter
 
     settings = bench_settings(Path(tempfile.gettempdir()) / "scifact-texts")
     found = scan([path], int(settings.max_file_mb * 2**20), settings.max_abstract_chars)
@@ -67,15 +67,15 @@ def chunks_of(path: Path) -> tuple[list[str], list[str]]:
 
 
 def torch_model():  # noqa: ANN201 - the SentenceTransformer inside llama-index's HuggingFaceEmbedding
-    from rag.embed import get_doc_embedder
+    from rag.index.embed import get_doc_embedder
 
     s = bench_settings(Path(tempfile.gettempdir()) / "scifact-embed")
     return get_doc_embedder(s.embed_model, s.embed_batch_size)._model
 
 
-def runtime_embedder(runtime: str):  # noqa: ANN201 - rag.onnx_embed.BatchedEmbedding
+def runtime_embedder(runtime: str):  # noqa: ANN201 - rag.index.onnx_embed.BatchedEmbedding
     """The ingest embedder of a PAPERS_EMBED_RUNTIME value; its `engine` names what `auto` resolved to."""
-    from rag.embed import ingest_embedder_for
+    from rag.index.embed import ingest_embedder_for
 
     return ingest_embedder_for(bench_settings(Path(tempfile.gettempdir()) / "scifact-embed", embed_runtime=runtime))
 
@@ -203,7 +203,7 @@ def speed(runtime: str, n_papers: int, rounds: int = 1) -> dict:
     queries, disk and memory. Floors and ingest alternate so machine noise falls on all of them."""
     import numpy as np
 
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     path = scifact_file(n_papers)
     paper_of, texts = chunks_of(path)

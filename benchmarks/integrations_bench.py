@@ -41,7 +41,7 @@ def free_port() -> int:
 
 def cold_start(tree: Path, env: dict[str, str], question: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rag.cli", "ask", "--json", question], cwd=tree, check=True,
+    subprocess.run([sys.executable, "-m", "rag.frontends.cli", "ask", "--json", question], cwd=tree, check=True,
                    env=dict(env, PYTHONPATH=str(tree)), capture_output=True, start_new_session=True)
     return time.perf_counter() - t
 
@@ -51,20 +51,20 @@ async def main_async(args: argparse.Namespace, settings, log_dir: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from rag.integrations.llamaindex import PapersQueryEngine
-    from rag.qa import Assistant
+    from rag.frontends.llamaindex import PapersQueryEngine
+    from rag.service import Assistant
 
     questions = seed_questions(10)
     env = papers_env(settings, PAPERS_ANSWER_MODE="extractive")
     assistant = Assistant(settings.model_copy(update={"answer_mode": "extractive"}))
     engine = PapersQueryEngine(assistant=assistant)
     mcp_port, serve_port = free_port(), free_port()
-    mcp_proc = start([sys.executable, "-m", "rag.cli", "mcp", "--http", "--port", str(mcp_port)], env,
+    mcp_proc = start([sys.executable, "-m", "rag.frontends.cli", "mcp", "--http", "--port", str(mcp_port)], env,
                      f"http://127.0.0.1:{mcp_port}/mcp", log_dir / "mcp.log", new_session=True)
-    serve_proc = start([sys.executable, "-m", "rag.cli", "serve", "--port", str(serve_port)], env,
+    serve_proc = start([sys.executable, "-m", "rag.frontends.cli", "serve", "--port", str(serve_port)], env,
                        f"http://127.0.0.1:{serve_port}/v1/models", log_dir / "serve.log", new_session=True)
     oai = openai.OpenAI(base_url=f"http://127.0.0.1:{serve_port}/v1", api_key="unused", max_retries=0)
-    stdio = StdioServerParameters(command=sys.executable, args=["-m", "rag.cli", "mcp"], cwd=str(ROOT), env=env)
+    stdio = StdioServerParameters(command=sys.executable, args=["-m", "rag.frontends.cli", "mcp"], cwd=str(ROOT), env=env)
     try:
         async with Client(stdio, read_timeout_seconds=300) as mcp_stdio, \
                 Client(f"http://127.0.0.1:{mcp_port}/mcp", read_timeout_seconds=300) as mcp_http:
@@ -146,7 +146,7 @@ def main() -> None:
         if args.data_dir:
             settings = bench_settings(args.data_dir)
         else:
-            from rag.ingest import ingest
+            from rag.index.ingest import ingest
 
             settings = bench_settings(Path(tmp) / "data", corpus_paths=[ROOT / "corpus"])
             ingest(settings, progress=False)

@@ -4,7 +4,7 @@
     python benchmarks/llm_check.py --record FILE --base-url URL [--model NAME]     ask eval/questions.jsonl, save
     python benchmarks/llm_check.py --replay FILE [--data-dir DIR] [--eval]         no LLM: check, repair, fallback
 
---replay re-runs what happens after generation (rag/qa.py `Assistant._finish_llm`: the citation check, citation
+--replay re-runs what happens after generation (rag/service.py `Assistant._finish_llm`: the citation check, citation
 repair, and the extractive fallback) on recorded answers, without any model. It needs the texts of the recorded
 sources and the extractive answer, so it opens the index in --data-dir (default data/replay; --record and the
 live statistics use it too), building it from --corpus (default corpus/) when there is none; the recorded paper
@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag.cite import UNSUPPORTED_MARK, strip_citations  # noqa: E402
+from rag.answer.cite import UNSUPPORTED_MARK, strip_citations  # noqa: E402
 from rag.prompts import is_abstention  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 if TYPE_CHECKING:
-    from rag.qa import Assistant
-    from rag.retrieve import Retrieval
+    from rag.service import Assistant
+    from rag.answer.retrieve import Retrieval
     from rag.schema import Answer
 
 QUESTIONS = ROOT / "eval/questions.jsonl"

@@ -28,8 +28,8 @@ def main() -> None:
     import numpy as np
 
     from eval.scifact import load_claims, retrieval_figures
-    from rag.qa import Assistant
-    from rag.retrieve import _top_papers, one_blas_thread
+    from rag.service import Assistant
+    from rag.answer.retrieve import _top_papers, one_blas_thread
 
     claims = load_claims(args.claims)[:args.n]
     settings = bench_settings(args.data_dir, answer_mode="extractive")

@@ -56,7 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     questions = dev_questions()
     rows = []

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.metrics import retrieval_scores  # noqa: E402
-from rag.ingest import ingest  # noqa: E402
-from rag.retrieve import Retriever  # noqa: E402
+from rag.index.ingest import ingest  # noqa: E402
+from rag.answer.retrieve import Retriever  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 

@@ -36,7 +36,7 @@ from common import (
 from synth import generate
 
 from rag.settings import Settings
-from rag.store import release_reader_lock
+from rag.index.store import release_reader_lock
 
 RESULTS = ROOT / "benchmarks" / "results"
 AVG_CHUNKS_PER_PAPER = 8.0  # measured on the synthetic generator; refined below
@@ -59,7 +59,7 @@ def fill_cache(cache: VectorCache, texts: list[str]) -> tuple[int, float]:
     missing = cache.missing(texts)
     if not missing:
         return 0, 0.0
-    from rag.embed import embedder_for
+    from rag.index.embed import embedder_for
 
     model = embedder_for(bench_settings(Path(tempfile.gettempdir()) / "scale-embed"))._model
     t = time.perf_counter()
@@ -71,7 +71,7 @@ def fill_cache(cache: VectorCache, texts: list[str]) -> tuple[int, float]:
 
 
 def encode_rate(texts: list[str], sample: int = 1000) -> float:
-    from rag.embed import embedder_for
+    from rag.index.embed import embedder_for
 
     model = embedder_for(bench_settings(Path(tempfile.gettempdir()) / "scale-embed"))._model
     part = texts[:sample]
@@ -87,10 +87,10 @@ def add_one_paper(settings: Settings, path: Path) -> tuple[float, float, float]:
     starts from the index the first saved, as the UI does), next to rebuilding the local index from the whole
     store, measured right after."""
     from rag import localindex
-    from rag.embed import embedder_for
-    from rag.ingest import ingest
-    from rag.localindex import build_local_index
-    from rag.store import Store
+    from rag.index.embed import embedder_for
+    from rag.index.ingest import ingest
+    from rag.index.localindex import build_local_index
+    from rag.index.store import Store
 
     embedder = embedder_for(settings)
     embedder.get_text_embedding("warm up")
@@ -112,7 +112,7 @@ def add_one_paper(settings: Settings, path: Path) -> tuple[float, float, float]:
 
 def questions_for(records: list[dict], n: int) -> list[str]:
     """Questions that name a synthetic paper's method, as users ask them."""
-    from rag.labels import extract_label
+    from rag.corpus.labels import extract_label
     from rag.text import clean_markup
 
     step = max(1, len(records) // n)
@@ -148,7 +148,7 @@ def main() -> None:
 def measure(args: argparse.Namespace, work: Path) -> list[dict]:
     """One row per size: build the store from cached vectors under `work`, then time re-ingest, queries and
     adding a paper."""
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     rows: list[dict] = []
     for size in args.sizes:

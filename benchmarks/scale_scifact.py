@@ -80,8 +80,8 @@ def main() -> None:
                 part = every[c * len(records):(c + 1) * len(records)]
                 (corpus / f"copy-{c}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
             settings = bench_settings(work / f"data-x{copies}", embed_runtime=args.runtime)
-            from rag.ingest import ingest
-            from rag.store import release_reader_lock
+            from rag.index.ingest import ingest
+            from rag.index.store import release_reader_lock
 
             reused = settings.chroma_dir.exists()  # --keep from an earlier run: an update, not a build
             t = time.perf_counter()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from common import ROOT, VectorCache, bench_settings, p50, table
 
+from rag.answer import fitted
 from eval.scifact import (Claim, answer_figures, answer_outcome, bm25_rankings, default_dir, dense_rankings,
                           ensure_ingested, load_claims, load_corpus, retrieval_figures, rrf_rankings,
                           whole_abstract)
@@ -46,9 +47,9 @@ def encode_floor(settings, corpus: dict[str, dict], sample: int, total_chunks: i
     from llama_index.core.schema import MetadataMode
     from sentence_transformers import SentenceTransformer
 
-    from rag.corpus import Paper
-    from rag.embed import resolve_model_path
-    from rag.ingest import make_document, make_splitter
+    from rag.corpus.scan import Paper
+    from rag.index.embed import resolve_model_path
+    from rag.index.ingest import make_document, make_splitter
 
     ids = list(corpus)[::max(1, len(corpus) // sample)][:sample]
     splitter = make_splitter(settings)
@@ -87,7 +88,7 @@ def main() -> None:
     if ingest_s is None:
         ingest_s, ingest_note = args.ingest_seconds, "store reused (--ingest-seconds)"
 
-    from rag.qa import Assistant
+    from rag.service import Assistant
 
     assistant = Assistant(settings)
     retriever = assistant.retriever
@@ -179,7 +180,7 @@ def main() -> None:
                  ms=p50(embed_ms) + scan_ms + bm25_ms),
             row("project: Assistant.ask --k 10", ask_rank, asked, ms=p50(ask_ms)),
             row("project: Assistant.cite --k 10 (top hit)", cite_rank, cited, ms=p50(cite_ms))]
-    fit_file = settings.retrieval_fit or ROOT / "eval/retrieval_fit.json"
+    fit_file = settings.retrieval_fit or fitted.source_path(fitted.RETRIEVAL)
     fit = json.loads(Path(fit_file).read_text())
     held = fit.get("heldout_5fold", {}).get("scifact_train")
     if held:

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag.corpus import scan  # noqa: E402
+from rag.corpus.scan import scan  # noqa: E402
 from rag.text import split_sentences  # noqa: E402
 
 START = ("<s>", "<s>")

@@ -46,7 +46,7 @@ def eval_command(
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers retrieved per question "
                                     "(default PAPERS_TOP_K); retrieval scores are always @5."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder (default eval/runs/<timestamp>-<mode>)."),
-    judge: str = typer.Option("offline", "--judge", help="offline (deterministic, rag/cite.py rules) or llm "
+    judge: str = typer.Option("offline", "--judge", help="offline (deterministic, rag/answer/cite.py rules) or llm "
                               "(the configured endpoint extracts and verifies claims)."),
     compare: Optional[tuple[Path, Path]] = typer.Option(None, "--compare", metavar="RUN_A RUN_B",
                                                         help="Print the differences between two run folders "
@@ -98,10 +98,10 @@ def eval_command(
     from eval.report import check_gates, console_table, summarise, write_run
     from eval.run import (QUESTIONS_PATH, QuestionsError, judge_agreement, load_questions, missing_gold,
                           open_assistant, run_info, run_questions)
-    from rag.llm import LLMConfigError
-    from rag.qa import QuestionError
+    from rag.answer.llm import LLMConfigError
+    from rag.errors import QuestionError
     from rag.settings import SettingsError, load_settings
-    from rag.store import StoreError
+    from rag.index.store import StoreError
 
     questions_path = questions or QUESTIONS_PATH
     try:
@@ -147,3 +147,8 @@ def eval_command(
         typer.echo(f"gate failed: {line}", err=True)
     if failures:
         raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `papers eval` to the `papers` command (the entry point `papers_qa.commands: eval`)."""
+    app.command("eval", help="Score answers to the hand-written questions; compare runs; gate CI.")(eval_command)

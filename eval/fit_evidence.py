@@ -1,4 +1,4 @@
-"""Fit the evidence scorer's constants (rag/evidence.py) and report them on data they were not fitted on.
+"""Fit the evidence scorer's constants (rag/answer/evidence.py) and report them on data they were not fitted on.
 
     python eval/fit_evidence.py --seed-data data/seed --scifact-data ../scifact-data/store \
         --scifact ../shared/scifact [--write]
@@ -19,7 +19,7 @@ point of margin under the 5% goal) on the training folds, chosen on a grid.
 
 Reported (printed, and kept in the json's "meta"): 5-fold cross-validation on SciFact train claims and on the
 seed questions, each fold answered with constants fitted without it. `--write` stores the constants fitted
-on all data in eval/fitted/evidence.json, the one file rag/evidence.py reads.
+on all data in rag/answer/fitted/evidence.json, the one file rag/answer/evidence.py reads.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "eval" / "fitted" / "evidence.json"
+from rag.answer import fitted  # noqa: E402
+
+OUT = fitted.source_path(fitted.EVIDENCE)
 ABSTAIN_GRID = [0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.13, 0.16, 0.2, 0.25, 0.3]
 MAX_WRONG_ABSTAIN = 0.04
 FOLDS = 5
@@ -64,7 +66,7 @@ class Item:
 
 
 def _assistant(data_dir: Path) -> Any:
-    from rag.qa import Assistant
+    from rag.service import Assistant
     from rag.settings import load_settings
 
     settings = load_settings(data_dir=data_dir, answer_mode="extractive", _env_file=None)
@@ -137,7 +139,7 @@ def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from rag.evidence import PAPER_FEATURES, SENTENCE_FEATURES, Constants, paper_features
+    from rag.answer.evidence import PAPER_FEATURES, SENTENCE_FEATURES, Constants, paper_features
 
     X, y, w = [], [], []
     per_item = []
@@ -157,7 +159,7 @@ def fit(train: list[Item], vocabs: dict[str, Any], embeds: dict[str, Any], base:
     c = Constants(sentence_weights, s_b, {}, 0.0, 0.0)
     c.weak_at = round(float(np.average(y, weights=w)), 5)  # prior share of evidence sentences
     PX, Py, Pw = [], [], []
-    from rag.evidence import _score
+    from rag.answer.evidence import _score
 
     for it, cands in per_item:
         _score(cands, c)
@@ -191,8 +193,8 @@ _PREPARED: dict[tuple[str, str, float], Any] = {}
 
 def _prepared(item: Item, constants: Any, vocabs: dict[str, Any], embeds: dict[str, Any]) -> Any:
     """The item read and featurised once per vocabulary threshold; only the probabilities change per fit."""
-    from rag.evidence import _score
-    from rag.extractive import prepare
+    from rag.answer.evidence import _score
+    from rag.answer.extractive import prepare
 
     key = (item.corpus, item.qid, constants.common_share)
     pr = _PREPARED.get(key)
@@ -208,8 +210,8 @@ def answer(item: Item, constants: Any, vocabs: dict[str, Any], embeds: dict[str,
     """The Answer `papers ask` would give (seed), or a light stand-in with its citations (SciFact)."""
     from types import SimpleNamespace
 
-    from rag.extractive import draft_answer
-    from rag.qa import render_extractive
+    from rag.answer.extractive import draft_answer
+    from rag.answer.render import render_extractive
 
     draft = draft_answer(item.question, item.retrieval, vocab=vocabs[item.corpus], embed=embeds[item.corpus],
                          constants=constants, prepared=_prepared(item, constants, vocabs, embeds))
@@ -357,7 +359,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help=f"write the constants fitted on all data to {OUT}")
     args = ap.parse_args()
 
-    from rag.evidence import current_constants
+    from rag.answer.evidence import current_constants
 
     t0 = time.time()
     base = current_constants()

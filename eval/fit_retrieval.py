@@ -1,6 +1,6 @@
-"""Fit the paper-ranking fusion weights (rag/retrieve.py) on SciFact train claims and the project's questions.
+"""Fit the paper-ranking fusion weights (rag/answer/retrieve.py) on SciFact train claims and the project's questions.
 
-    python eval/fit_retrieval.py [--scifact-store DIR] [--seed-store DIR] [--out eval/retrieval_fit.json]
+    python eval/fit_retrieval.py [--scifact-store DIR] [--seed-store DIR] [--out rag/answer/fitted/retrieval.json]
 
 Every question is looked up once through Retriever.signals (the same lookups `papers ask` makes); the weights
 of the fused rankings and the fusion constant are then chosen by coordinate ascent over a small grid, which
@@ -32,7 +32,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import numpy as np  # noqa: E402
 
 from eval.metrics import hit_at, ndcg_at, recall_at, reciprocal_rank  # noqa: E402
-from rag.retrieve import LISTS, FIT_FILE, FusionWeights, weighted_rrf  # noqa: E402
+from rag.answer import fitted  # noqa: E402
+from rag.answer.retrieve import LISTS, FusionWeights, weighted_rrf  # noqa: E402
 
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 K_GRID = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 100.0)
@@ -115,7 +116,7 @@ def fit(sf: Batch, seed: Batch, sf_rows: np.ndarray, seed_rows: np.ndarray,
 
 def measured(records: list[dict], weights: dict[str, float], k: float, cut: int, types: dict[str, str] | None = None
              ) -> dict[str, float]:
-    """Figures of one weight setting with the runtime fusion (rag.retrieve.weighted_rrf) and eval.metrics."""
+    """Figures of one weight setting with the runtime fusion (rag.answer.retrieve.weighted_rrf) and eval.metrics."""
     out: dict[str, list[float]] = {}
     for r in records:
         fused = weighted_rrf(r["rankings"], weights, k)
@@ -144,12 +145,12 @@ def seed_questions(path: Path) -> tuple[list[tuple[str, str, set[str]]], dict[st
 
 
 def open_retriever(data_dir: Path, ingest_paths: list[Path] | None = None):  # noqa: ANN201
-    from rag.retrieve import Retriever
+    from rag.answer.retrieve import Retriever
     from rag.settings import load_settings
 
     settings = load_settings(data_dir=data_dir, _env_file=os.devnull)
     if ingest_paths is not None:
-        from rag.ingest import ingest
+        from rag.index.ingest import ingest
 
         ingest(settings, ingest_paths, progress=False)  # a no-op when the store is up to date
     return Retriever(settings)
@@ -201,7 +202,7 @@ def main() -> None:
     ap.add_argument("--seed-store", type=Path, default=ROOT / "benchmarks/results/seed",
                     help="data dir for the project's corpus/ (ingested there, a no-op when up to date)")
     ap.add_argument("--questions", type=Path, default=ROOT / "eval/questions.jsonl")
-    ap.add_argument("--out", type=Path, default=FIT_FILE)
+    ap.add_argument("--out", type=Path, default=fitted.source_path(fitted.RETRIEVAL))
     ap.add_argument("--note", default="", help="what the fit was run on, kept in the output")
     ap.add_argument("--records", type=Path, default=None,
                     help="cache of the looked-up rankings: read when it exists, else written (refits in seconds)")

@@ -2,10 +2,10 @@
 
 Two judges share one interface, so every score in a run comes from the same place and the report can name it:
 - `OfflineJudge`: deterministic, no model call beyond the embedding model. It runs the assistant's own
-  citation check (rag/cite.py: numbers, method/benchmark names, verbatim quote) on the statement as if it
+  citation check (rag/answer/cite.py: numbers, method/benchmark names, verbatim quote) on the statement as if it
   cited the sources, then a stricter meaning test (see the class). Fast and repeatable; its agreement with
   hand labels is measured on eval/labels/judge_labels.jsonl.
-- `LLMJudge`: RAGAS-style, through the configured OpenAI-compatible endpoint (rag.llm.complete): the answer is
+- `LLMJudge`: RAGAS-style, through the configured OpenAI-compatible endpoint (rag.answer.llm.complete): the answer is
   split into standalone claims by the LLM and each claim is verified against the passages by the LLM.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rag.cite import SEMANTIC_MIN, UNSUPPORTED_MARK, SourceText, check_answer, names_paper, strip_citations
+from rag.answer.cite import SEMANTIC_MIN, UNSUPPORTED_MARK, SourceText, check_answer, names_paper, strip_citations
 from rag.text import split_sentences
 from rag.settings import redact
 
@@ -80,7 +80,7 @@ def clean_statement(text: str) -> str:
 
 
 class OfflineJudge:
-    """A statement is supported by some passages when the assistant's citation check (rag/cite.py) passes it
+    """A statement is supported by some passages when the assistant's citation check (rag/answer/cite.py) passes it
     with all of them cited: its numbers and names must be in one passage (or in several it names), it must not
     name another paper it does not rely on, and it must quote a passage sentence or be close in meaning to one
     (cosine >= SEMANTIC_MIN on the bare sentences). The eval judges with the same rules users get, plus one:
@@ -95,7 +95,7 @@ class OfflineJudge:
 
     @property
     def description(self) -> str:
-        return ("offline: the citation check of rag/cite.py (numbers and names in one source, no uncited paper "
+        return ("offline: the citation check of rag/answer/cite.py (numbers and names in one source, no uncited paper "
                 f"named, then a verbatim quote or cosine >= {SEMANTIC_MIN} to a source sentence)")
 
     def claims(self, sentences: list[Claim]) -> list[Claim]:
@@ -169,14 +169,14 @@ class LLMJudge:
     def _ask(self, system: str, user: str, max_tokens: int) -> str:
         from llama_index.core.llms import ChatMessage, MessageRole
 
-        from rag.llm import complete
+        from rag.answer.llm import complete
 
         return complete(self.settings, [ChatMessage(role=MessageRole.SYSTEM, content=system),
                                         ChatMessage(role=MessageRole.USER, content=user)], max_tokens=max_tokens)
 
     def claims(self, sentences: list[Claim]) -> list[Claim]:
         """Claims extracted by the LLM; the answer's sentences when the LLM fails or returns none."""
-        from rag.llm import LLMUnavailable
+        from rag.answer.llm import LLMUnavailable
 
         answer = " ".join(clean_statement(s.text) for s in sentences)
         if not answer:
@@ -191,7 +191,7 @@ class LLMJudge:
 
     def supports(self, statement: str, sources: Sequence[SourceText]) -> Verdict:
         """One yes/no question to the LLM; None when it fails or answers neither."""
-        from rag.llm import LLMUnavailable
+        from rag.answer.llm import LLMUnavailable
 
         if not sources:
             return Verdict(False, "no passage to check against")

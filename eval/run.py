@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag.cite import UNSUPPORTED_MARK, SourceText, cited_numbers, strip_citations
+from rag.answer.cite import UNSUPPORTED_MARK, SourceText, cited_numbers, strip_citations
 from rag.prompts import is_abstention
 from rag.settings import redact
 from rag.text import split_sentences
@@ -27,10 +27,10 @@ from eval.metrics import retrieval_scores
 from eval.scoring import abstention, citation_scores, correctness, faithfulness, gold_citations
 
 if TYPE_CHECKING:
-    from rag.qa import Assistant
+    from rag.service import Assistant
     from rag.schema import Answer
     from rag.settings import Settings
-    from rag.store import Store
+    from rag.index.store import Store
 
 QUESTIONS_PATH = Path(__file__).resolve().parent / "questions.jsonl"
 RETRIEVAL_K = 5  # retrieval metrics are @5 whatever --k is, so runs with different k stay comparable
@@ -154,7 +154,7 @@ def score_answer(q: Question, answer: Answer, papers: PaperTexts, judge: Judge) 
 def evaluate_question(q: Question, assistant: Assistant, mode: str, k: int | None, papers: PaperTexts,
                       judge: Judge) -> dict[str, Any]:
     """Ask one question and return its record (an error record when the question is refused)."""
-    from rag.qa import QuestionError
+    from rag.errors import QuestionError
 
     record: dict[str, Any] = {"id": q.id, "type": q.type, "question": q.question, "gold": q.gold,
                               "key_facts": q.key_facts}
@@ -180,9 +180,9 @@ def evaluate_question(q: Question, assistant: Assistant, mode: str, k: int | Non
 
 def open_assistant(settings: Settings, say: Callable[[str], None]) -> Assistant:
     """The assistant over the configured index; a fresh clone has none, so the corpus is ingested first."""
-    from rag.ingest import ingest
-    from rag.qa import Assistant
-    from rag.store import store_exists
+    from rag.index.ingest import ingest
+    from rag.service import Assistant
+    from rag.index.store import store_exists
 
     if not store_exists(settings):
         say(f"no index at {settings.chroma_dir}: ingesting {', '.join(map(str, settings.corpus_paths))} first")

@@ -84,7 +84,7 @@ def ensure_ingested(settings: Settings, folder: Path, progress: bool = False, pa
                     ) -> float | None:
     """Ingest the corpus into settings.data_dir unless it already holds it (with `partial_ok`, any part of it);
     the ingest's seconds, or None when the store was reused."""
-    from rag.store import Store, StoreError
+    from rag.index.store import Store, StoreError
 
     try:
         count = Store.open(settings).papers.count()
@@ -92,7 +92,7 @@ def ensure_ingested(settings: Settings, folder: Path, progress: bool = False, pa
             return None
     except StoreError:
         pass
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     path = write_jsonl(folder, settings.data_dir.parent / f"{settings.data_dir.name}-corpus" / "scifact.jsonl")
     t = time.perf_counter()
@@ -111,7 +111,7 @@ def whole_abstract(doc: dict) -> str:
 
 def bm25_rankings(corpus: dict[str, dict], queries: list[str], k: int = 10) -> list[list[str]]:
     """The whole-abstract BM25 anchor: bm25s over title + abstract, with the project's tokeniser."""
-    from rag.localindex import bm25_index, tokenize
+    from rag.index.localindex import bm25_index, tokenize
 
     ids = list(corpus)
     index = bm25_index([whole_abstract(corpus[i]) for i in ids])
@@ -137,7 +137,7 @@ def dense_rankings(doc_ids: list[str], doc_vectors, query_vectors, k: int = 10) 
 
 def rrf_rankings(a: list[list[str]], b: list[list[str]], k: int = 10, rrf_k: int = 60) -> list[list[str]]:
     """RRF of two anchors (the same fusion function the retriever uses)."""
-    from rag.retrieve import reciprocal_rank_fusion
+    from rag.answer.retrieve import reciprocal_rank_fusion
 
     out = []
     for x, y in zip(a, b):

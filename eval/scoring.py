@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rag.cite import SourceText
+from rag.answer.cite import SourceText
 
 from eval.judge import Claim, Judge, Verdict
 

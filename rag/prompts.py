@@ -50,7 +50,7 @@ Question: {question}
 number.)
 Answer:"""
 
-# When the generated answer ends as the abstention but the extractive answerer finds quotes (rag/qa.py).
+# When the generated answer ends as the abstention but the extractive answerer finds quotes (rag/service.py).
 FALLBACK_UNTRACEABLE = ("The model's answer could not be traced to the sources; showing quotes from the abstracts "
                         "instead.")
 FALLBACK_MODEL_ABSTAINED = "The model found no answer; these quotes are the closest evidence in the abstracts."
@@ -66,7 +66,7 @@ Follow-up question: {question}
 
 Standalone question:"""
 
-# --- references (rag/references.py) ---------------------------------------------------------------------
+# --- references (rag/corpus/references.py) ---------------------------------------------------------------------
 # The note of a minimal BibTeX/RIS entry for a paper whose input carried no bibliographic metadata.
 REFERENCE_NO_METADATA = ("metadata not available: the input had no title, authors or year; "
                          "read from {where}, paper id {paper_id}")
@@ -75,7 +75,7 @@ REFERENCE_FROM_LIST = "{where} (list “{collection}”)"
 # --- scope (UI): a question about a paper that is indexed but outside the papers the user selected -------
 OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
 OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."
-# Heading of the reference list appended to answers sent to other tools (rag/integrations/common.py).
+# Heading of the reference list appended to answers sent to other tools (rag/frontends/common.py).
 REFERENCES_HEADING = "References:"
 
 # Streamed to other tools when the LLM fails mid-answer: what was streamed is replaced by the fallback after it.

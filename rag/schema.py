@@ -53,7 +53,7 @@ class SentenceCheck:
     evidence: str = ""        # best-supporting sentence of the cited sources
     evidence_n: int | None = None
     similarity: float = 0.0
-    # Set when the check re-attributed the sentence to the one source it is about (rag/cite.py, repair):
+    # Set when the check re-attributed the sentence to the one source it is about (rag/answer/cite.py, repair):
     # "from [2] to [1]", "from none to [1]"; numbers as the answer shows them (a source the answer no
     # longer cites is named by its label). Empty when the sentence was not changed.
     repaired: str = ""
@@ -84,3 +84,14 @@ class Answer:
         for c in d["checks"]:
             c["similarity"] = round(c["similarity"], 3)
         return d
+
+
+@dataclass
+class StreamEvent:
+    """What `Assistant.stream` yields: text as it arrives ('token'), 'reset' when the text so far is
+    withdrawn (the LLM failed mid-answer, or its answer gave way to the extractive one: `text` then says why),
+    and one 'final' event carrying the checked Answer."""
+
+    kind: str
+    text: str = ""
+    answer: Answer | None = None

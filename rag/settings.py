@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.errors import ConfigurationError
+
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 _URL_CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
@@ -134,7 +136,7 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant of the chunk-level fusion.")
     retrieval_fit: Path | None = Field(
         None, description="JSON file of paper-ranking fusion weights written by eval/fit_retrieval.py (refit on "
-                          "your own questions); unset uses the shipped eval/retrieval_fit.json.")
+                          "your own questions); unset uses the shipped rag/answer/fitted/retrieval.json.")
 
     # --- answering ---
     answer_mode: Literal["auto", "extractive", "llm"] = Field(
@@ -211,7 +213,7 @@ class Settings(BaseSettings):
 _SECRET_FIELDS = {"openai_api_key", "ui_auth", "serve_api_key"}
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigurationError):
     """Invalid configuration, with one line per bad setting naming the variable."""
 
 

@@ -162,7 +162,7 @@ def terms(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # noqa: ANN202 - PyStemmer object
+def stemmer():  # noqa: ANN202 - PyStemmer object
     import Stemmer  # PyStemmer, the Snowball stemmer bm25s uses too
 
     return Stemmer.Stemmer("english")
@@ -171,7 +171,7 @@ def _stemmer():  # noqa: ANN202 - PyStemmer object
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Snowball stem of a lower-cased word, so "studies"/"study" and "compressing"/"compression" meet."""
-    return _stemmer().stemWord(word)
+    return stemmer().stemWord(word)
 
 
 class _WordStems(dict):

@@ -66,7 +66,7 @@ class CountingEmbedding(BaseEmbedding):
 
 @pytest.fixture(scope="session")
 def embedder() -> BaseEmbedding:
-    from rag.embed import embedder_for
+    from rag.index.embed import embedder_for
 
     return embedder_for(load_settings(_env_file=None))
 
@@ -79,7 +79,7 @@ def counting_embedder(embedder: BaseEmbedding) -> CountingEmbedding:
 @pytest.fixture(scope="session")
 def corpus_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Settings of a session-wide index of the real corpus (built once)."""
-    from rag.ingest import ingest
+    from rag.index.ingest import ingest
 
     settings = make_settings(tmp_path_factory.mktemp("corpus-index"), corpus_paths=[CORPUS])
     report = ingest(settings, progress=False)
@@ -89,7 +89,7 @@ def corpus_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def assistant(corpus_settings: Settings):  # noqa: ANN201
-    from rag.qa import Assistant
+    from rag.service import Assistant
 
     return Assistant(corpus_settings)
 
@@ -206,7 +206,7 @@ def llm_settings(base: Settings, url: str, **overrides: object) -> Settings:
 
 def llm_answered(answer) -> bool:  # noqa: ANN001 - rag.schema.Answer
     """The model answered: its text was checked and shown (mode 'llm'), or it ended as the abstention and gave way
-    to the extractive answer with a fallback notice (rag/qa.py); its text is in raw_answer either way."""
+    to the extractive answer with a fallback notice (rag/service.py); its text is in raw_answer either way."""
     from rag import prompts
 
     if answer.raw_answer is None:

@@ -1,7 +1,7 @@
 """Real `papers` processes without paying the library imports each time: a server process imports torch,
 sentence-transformers and llama-index once, then forks one child per command.
 
-A child is a separate process running `rag.cli.main()` with its own argv and environment, exactly what the
+A child is a separate process running `rag.frontends.cli.main()` with its own argv and environment, exactly what the
 `papers` console script runs, so it can be really SIGKILLed; only the ~10-30 s of imports it would spend on
 this machine are shared, and the embedding model's weights. The server never opens a Chroma client or runs
 the model before forking (nothing multi-threaded is started in it), and torch is limited to one thread, so
@@ -36,7 +36,7 @@ def _child(cmd: dict[str, Any]) -> None:
     code = 0
     try:
         if "cli" in cmd:
-            from rag.cli import main
+            from rag.frontends.cli import main
 
             sys.argv = ["papers", *cmd["cli"]]
             main()
@@ -73,9 +73,9 @@ def serve() -> None:
     import onnxruntime  # noqa: F401
     import sentence_transformers  # noqa: F401
 
-    import rag.cli  # noqa: F401
-    import rag.ingest  # noqa: F401
-    from rag.embed import embedder_for
+    import rag.frontends.cli  # noqa: F401
+    import rag.index.ingest  # noqa: F401
+    from rag.index.embed import embedder_for
     from rag.settings import load_settings
 
     embedder_for(load_settings(_env_file=None))  # weights loaded once (no inference runs before a fork)

@@ -20,8 +20,9 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-from rag.chat import Conversation
-from rag.qa import Assistant, StreamEvent
+from rag.answer.conversation import Conversation
+from rag.schema import StreamEvent
+from rag.service import Assistant
 from rag.schema import Answer
 from rag.settings import Settings
 
@@ -241,7 +242,7 @@ def write_env(path: Path, corpus_settings: Settings, url: str) -> Path:
 
 
 def cli(*args: str):  # noqa: ANN201 - click's Result
-    from rag.cli import app
+    from rag.frontends.cli import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -393,7 +394,7 @@ def test_url_credentials_and_api_key_never_leak(corpus_settings, tmp_path: Path,
 
 
 def test_settings_errors_redact_url_credentials() -> None:
-    from rag.llm import LLMConfigError, check_llm_settings
+    from rag.answer.llm import LLMConfigError, check_llm_settings
     from rag.settings import load_settings, redact
 
     assert redact("see http://admin:pw@host:8080/v1 and https://tok@h/x") == "see http://***@host:8080/v1 and " \

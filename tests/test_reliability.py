@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rag.cli import app
-from rag.ingest import ingest
-from rag.qa import Assistant, QuestionError
-from rag.store import Store, StoreError, release_reader_lock
+from rag.frontends.cli import app
+from rag.index.ingest import ingest
+from rag.errors import QuestionError
+from rag.service import Assistant
+from rag.index.store import Store, StoreError, release_reader_lock
 
 from .conftest import ABSTRACTS, CORPUS, ROOT, llm_settings, make_settings, write_jsonl
 
@@ -187,7 +188,7 @@ def test_hostile_document_changes_nothing(tmp_path: Path, embedder, llama_server
         supported_by = {by_n.get(n) for ch in a.checks if ch.supported for n in ch.citations}
         assert "evil" not in supported_by, a.answer
         assert all(not ch.supported for ch in a.checks if "HACKED" in ch.sentence)
-    from rag.llm import answer_messages
+    from rag.answer.llm import answer_messages
 
     retrieval = assistant.retriever.retrieve("prompt robustness instructions")
     assistant.retriever.complete(retrieval)
@@ -225,7 +226,7 @@ def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
     """A FIFO named x.txt and a symlink to /dev/zero named z.txt: skipped at once, unread."""
     import threading
 
-    from rag.corpus import scan
+    from rag.corpus.scan import scan
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -245,20 +246,20 @@ def test_special_files_are_skipped_unread(tmp_path: Path) -> None:
 
 
 def test_memory_error_on_one_file_does_not_stop_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rag import corpus as corpus_mod
+    from rag.corpus import scan as corpus_mod
 
     folder = tmp_path / "corpus"
     folder.mkdir()
     (folder / "a.txt").write_text(ABSTRACTS[0])
     (folder / "b.txt").write_text(ABSTRACTS[1])
-    real = corpus_mod._read_text
+    real = corpus_mod.read_text
 
     def exhausting(path: Path, max_bytes: int) -> str:
         if path.name == "a.txt":
             raise MemoryError
         return real(path, max_bytes)
 
-    monkeypatch.setattr(corpus_mod, "_read_text", exhausting)
+    monkeypatch.setattr(corpus_mod, "read_text", exhausting)
     found = corpus_mod.scan([folder], 2**20, 20_000)
     assert [p.source.rsplit("/", 1)[-1] for p in found.papers] == ["b.txt"]
     assert any("a.txt" in p and "out of memory" in p for p in found.problems), found.problems
@@ -267,7 +268,7 @@ def test_memory_error_on_one_file_does_not_stop_the_ingest(tmp_path: Path, monke
 
 @pytest.mark.parametrize("name", ["paper.md", "paper.txt"])
 def test_heading_directly_followed_by_text_is_the_title(tmp_path: Path, name: str) -> None:
-    from rag.corpus import read_file
+    from rag.corpus.scan import read_file
 
     f = tmp_path / name
     f.write_text("# Sparse Attention for Long Documents\nWe propose FooNet, a sparse attention method. It saves "

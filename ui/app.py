@@ -1,7 +1,7 @@
 """The web UI (Gradio 6): streaming cited chat with clickable citations and per-answer evidence, citation lookup,
 and a paper browser with upload.
 
-A thin client of `rag`: every answer comes from `rag.chat.Conversation` (one per browser session), and the
+A thin client of `rag`: every answer comes from `rag.answer.conversation.Conversation` (one per browser session), and the
 `/ask`, `/lookup` and `/papers` API endpoints return the same fields as `papers ask --json`.
 
 Everything that comes from a paper (abstract, title, label, authors, quotes) is untrusted: it is written into
@@ -24,11 +24,13 @@ from urllib.parse import urlparse
 import gradio as gr
 
 from rag import prompts
-from rag.chat import Conversation
-from rag.qa import Assistant, QuestionError, clean_question, outside_scope
+from rag.answer.conversation import Conversation
+from rag.answer.question import clean_question
+from rag.errors import QuestionError
+from rag.service import Assistant, outside_scope
 from rag.schema import Answer, Citation
 from rag.settings import Settings
-from rag.store import CatalogEntry, StoreError
+from rag.index.store import CatalogEntry, StoreError
 from rag.text import split_sentences
 
 log = logging.getLogger(__name__)
@@ -155,9 +157,9 @@ def reference_text(c: Citation, entry: CatalogEntry | None) -> str:
 
 
 def bibtex_for(entries: list[Any]) -> str | None:
-    """BibTeX for some papers through rag.references (None when that module is not installed)."""
+    """BibTeX for some papers through rag.corpus.references (None when that module is not installed)."""
     try:
-        from rag.references import to_bibtex  # type: ignore[import-not-found]
+        from rag.corpus.references import to_bibtex  # type: ignore[import-not-found]
     except ImportError:
         return None
     if not entries:
@@ -507,8 +509,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         (the retriever follows the store version)."""
         if not files:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        from rag.embed import EmbeddingModelError
-        from rag.ingest import ingest
+        from rag.index.embed import EmbeddingModelError
+        from rag.index.ingest import ingest
 
         dest = Path(settings.data_dir) / UPLOAD_DIR
         lines: list[str] = []
@@ -631,7 +633,7 @@ def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
     demo = build_app(settings)
     auth = None
     if settings.ui_auth:  # validated as user:password by the settings; failed logins are slowed down
-        from rag.login import LoginGuard
+        from ui.login import LoginGuard
 
         user, _, password = settings.ui_auth.get_secret_value().partition(":")
         auth = LoginGuard(user, password).check

@@ -1,0 +1,5 @@
+"""`python -m rag` is the `papers` command."""
+
+from rag.frontends.cli import main
+
+main()

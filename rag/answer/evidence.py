@@ -1,0 +1,469 @@
+"""Evidence selection: how strongly each sentence of the retrieved papers answers a question, which papers
+that makes worth citing, and when nothing retrieved carries what was asked.
+
+Every sentence gets features that mean the same on any corpus: its own dense similarity to the question,
+BM25 of the sentence for the question (corpus idf from the local index), how much of the question's rare
+vocabulary it and its paper hold, the paper's retrieval rank and fused score, where the sentence sits in
+its abstract and how specific its own words are. A logistic model turns them into the probability that the
+sentence is evidence for the question; a second one turns a paper's best sentences and rank into the
+probability that the paper is relevant. Both were fitted by `eval/fit_evidence.py` on SciFact train claims
+(gold rationale sentences) and part of eval/questions.jsonl, and their constants live in one file,
+`rag/answer/fitted/evidence.json`, written by that script and never edited by hand. Logistic regression rather
+than a grid over hand weights: there are a dozen features, the outputs are probabilities (so "cite a paper
+when it is more likely relevant than not" is a decision rule, not one more threshold) and refitting on a
+user's own corpus takes seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import operator
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rag.answer import fitted
+from rag.corpus.labels import initials_match
+from rag.text import sentences_of, stem, term_stems, terms
+
+
+SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
+                     "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
+                     "defines_asked", "unseen", "introduces_asked", "after_intro_asked", "before_intro_limitation",
+                     "early_limitation")
+# The paper model also sees where each of the retriever's rankings put the paper (1 / rank, 0 when absent):
+# sentence evidence and paper-level evidence (title and whole-abstract BM25, mean chunk vector) are fused here.
+RANKINGS = ("chunks", "dense_chunks", "bm25_chunks", "bm25_paper", "bm25_title", "dense_paper", "dense_top2")
+PAPER_FEATURES = ("best", "second", "best_gap", "paper_rank", "paper_score", "paper_rare", "names_focus",
+                  *(f"rr_{name}" for name in RANKINGS))
+BM25_K1, BM25_B = 1.2, 0.75  # the usual BM25 defaults (Robertson & Zaragoza 2009), as bm25s uses
+
+
+@dataclass
+class Constants:
+    """The fitted numbers: two logistic models and the decision thresholds (see eval/fit_evidence.py)."""
+
+    sentence_weights: dict[str, float]
+    sentence_bias: float
+    paper_weights: dict[str, float]
+    paper_bias: float
+    abstain_below: float        # best sentence probability under which the answer abstains
+    cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
+    second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
+    missing_below: float = 0.5  # an asked term the corpus never uses: abstain when the best sentence is under this
+    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
+    weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
+    common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
+    multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
+    primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> Constants:
+    text = Path(path).read_text(encoding="utf-8") if path else fitted.read(fitted.EVIDENCE)
+    return Constants(**json.loads(text))
+
+
+def load_constants(path: Path | None = None) -> Constants:
+    """The fitted constants (cached; default: the shipped rag/answer/fitted/evidence.json); a missing file is an
+    installation error, not a silent default."""
+    return _load(str(path) if path else "")
+
+
+_override: Constants | None = None
+
+
+def use_constants(constants: Constants | None) -> None:
+    """Answer with other constants (cross-validation folds of the fitting script); None restores the file."""
+    global _override
+    _override = constants
+
+
+def current_constants() -> Constants:
+    return _override or load_constants()
+
+
+# --- corpus statistics -----------------------------------------------------------------------------------
+
+class Vocabulary:
+    """Word statistics of the indexed corpus: BM25 idf of stems and the share of papers using a term.
+
+    Everything the answerer knows about which words are rare, coined or the field's common vocabulary comes
+    from here, so it adapts to whatever corpus was ingested.
+    """
+
+    def __init__(self, index: Any = None) -> None:
+        self.index = index
+        self._share: dict[str, float] = {}
+        self._paper_of_row = None
+        self._keys: list[str] | None = None
+        self._unseen: dict[str, bool] = {}
+        self._rarities: dict[str, float] | None = None
+        self._rarity_sums: dict[str, tuple[float, int]] = {}  # sentence -> (sum of rarities, stems)
+        self.max_idf = math.log(max(2, index.size if index is not None else 2) + 1.0)
+
+    def idf(self, words: set[str] | list[str]) -> dict[str, float]:
+        if self.index is None:
+            return {w: self.max_idf for w in words}
+        return self.index.idf(words)
+
+    def rarities(self) -> dict[str, float]:
+        """`rarity` of every indexed term (a word missing from it has `unseen_rarity`): a sentence's
+        specificity averages it over all the sentence's words."""
+        if self._rarities is None:
+            scale = self.max_idf
+            self._rarities = {w: v / scale for w, v in self.index.idf_table.items()} \
+                if self.index is not None else {}
+        return self._rarities
+
+    def rarity_sum(self, sentence: str, stems: tuple[str, ...]) -> tuple[float, int]:
+        """Sum of `rarity` over a sentence's stems, and their number (kept: sentences recur across questions)."""
+        got = self._rarity_sums.get(sentence)
+        if got is None:
+            if len(self._rarity_sums) > 65536:
+                self._rarity_sums = {}
+            rarity, unseen = self.rarities(), self.unseen_rarity
+            got = self._rarity_sums[sentence] = (sum([rarity.get(w, unseen) for w in stems]), len(stems))
+        return got
+
+    @functools.cached_property
+    def unseen_rarity(self) -> float:
+        """`rarity` of a word no chunk contains."""
+        return (self.index.idf(["\0"])["\0"] if self.index is not None else self.max_idf) / self.max_idf
+
+    def rarity(self, word: str) -> float:
+        """idf scaled to [0, 1] by the idf of a word no chunk contains."""
+        return min(1.0, self.idf([word])[word] / self.max_idf)
+
+    def _keys_with_prefix(self, prefix: str) -> list[str]:
+        """Indexed tokens starting with a stem: "qwen" finds "qwen3", "llm" finds "llms" (BM25 tokens split
+        on punctuation and keep digits, so a name is often only a prefix of the indexed token)."""
+        import bisect
+
+        if self._keys is None:
+            self._keys = sorted(self.index.bm25.vocab_dict) if self.index is not None else []
+        i = bisect.bisect_left(self._keys, prefix)
+        out = []
+        while i < len(self._keys) and self._keys[i].startswith(prefix):
+            out.append(self._keys[i])
+            i += 1
+        return out
+
+    def unseen(self, word: str) -> bool:
+        """No indexed token starts with this stem: the corpus never uses the word."""
+        if word not in self._unseen:
+            self._unseen[word] = self.index is not None and len(word) >= 2 and not self._keys_with_prefix(word)
+        return self._unseen[word]
+
+    def paper_share(self, token: str) -> float:
+        """Share of indexed papers whose chunks contain a token starting with the token's stem (0 if none)."""
+        st = stem(token.lower())
+        if st in self._share:
+            return self._share[st]
+        share = 0.0
+        idx = self.index
+        if idx is not None and idx.papers and len(st) >= 2:
+            import numpy as np
+
+            if self._paper_of_row is None:
+                order = {pid: n for n, pid in enumerate(dict.fromkeys(idx.paper_ids))}
+                self._paper_of_row = np.asarray([order[p] for p in idx.paper_ids])
+            indptr, indices = idx.bm25.scores["indptr"], idx.bm25.scores["indices"]
+            rows = [np.asarray(indices[indptr[i]:indptr[i + 1]])
+                    for i in (idx.bm25.vocab_dict[k] for k in self._keys_with_prefix(st))]
+            if rows:
+                share = len(np.unique(self._paper_of_row[np.concatenate(rows)])) / len(idx.papers)
+        self._share[st] = share
+        return share
+
+    def common(self, token: str, constants: Constants | None = None) -> bool:
+        """A term shared by many papers ("LLM" in an NLP corpus, "cells" in a biology one) names none of them."""
+        c = constants or current_constants()
+        n = len(self.index.papers) if self.index is not None else 0
+        share = self.paper_share(token)
+        return share > c.common_share and share * n >= 2  # one paper's word is never shared vocabulary
+
+
+_VOCABS: dict[int, Vocabulary] = {}
+
+
+def vocabulary_for(index: Any) -> Vocabulary:
+    """One Vocabulary per local index object (a new store version brings a new index and new statistics)."""
+    key = id(index)
+    vocab = _VOCABS.get(key)
+    if vocab is None or vocab.index is not index:
+        if len(_VOCABS) > 4:
+            _VOCABS.clear()
+        vocab = _VOCABS[key] = Vocabulary(index)
+    return vocab
+
+
+# --- sentence features -----------------------------------------------------------------------------------
+
+@lru_cache(maxsize=65536)
+def sentence_stems(sentence: str) -> tuple[str, ...]:
+    """Stemmed content terms of a sentence, in order (repeats kept, for BM25 term frequency)."""
+    return term_stems(sentence)
+
+
+_PAREN_RE = re.compile(r"\(([^()]{1,80})\)")
+
+
+def defines(sentence: str, name: str) -> bool:
+    """Does the sentence say what `name` is: "Long Name (NAME)", "NAME (Long Name)", "NAME, a ...", "NAME is"?"""
+    if not name:
+        return False
+    esc = re.escape(name)
+    for m in _PAREN_RE.finditer(sentence):
+        inside = m.group(1).strip()
+        if inside.lower() == name.lower():
+            before = re.findall(r"[A-Za-z][\w-]*", sentence[:m.start()])[-8:]
+            if any(initials_match(" ".join(before[i:]), name) for i in range(len(before))):
+                return True
+        if re.match(r"\s*" + esc + r"\s*$", sentence[:m.start()][-len(name) - 2:], re.I) and \
+                initials_match(inside, name):
+            return True
+    return bool(re.search(r"(?<![\w-])" + esc + r"(?:\s*\([^()]*\))?(?:,\s*(?:a|an|the)\s|\s+(?:is|are)\s+(?:a|an|the)\s)",
+                          sentence, re.I))
+
+
+@dataclass
+class Candidate:
+    """One sentence of a retrieved paper with its features and evidence probability."""
+
+    paper: Any            # rag.answer.retrieve.PaperHit
+    rank: int             # the paper's retrieval rank, 0 = first
+    index: int            # the sentence's position in its abstract
+    sentence: str
+    features: dict[str, float]
+    prob: float = 0.0
+
+    @property
+    def cosine(self) -> float:
+        return self.features["cosine"]
+
+
+@dataclass
+class QuestionTerms:
+    """What scoring needs from a question: stems, their idf, the rare ones, and the papers it names."""
+
+    stems: list[str]
+    idf: dict[str, float]
+    rare: set[str]
+    focus: set[str]        # paper ids the question names
+    focus_names: dict[str, str]  # paper id -> the name used
+    asks_definition: bool
+    unseen: float
+    asks_contribution: bool = False  # "what does X do / propose", "main idea of X"
+    asks_limitation: bool = False    # "what limitation of ... does X point out", "what goes wrong with X"
+
+
+def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks_definition: bool,
+                   focus_names: dict[str, str], asks_contribution: bool = False,
+                   asks_limitation: bool = False) -> QuestionTerms:
+    words = list(dict.fromkeys(stem(t) for t in terms(question)))
+    idf = vocab.idf(words)
+    top = max(idf.values(), default=0.0)
+    rare = {w for w in words if idf[w] >= 0.6 * top} if top else set()
+    total = sum(idf.values()) or 1.0
+    unseen = sum(v for w, v in idf.items() if vocab.unseen(w)) / total
+    return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen,
+                         asks_contribution, asks_limitation)
+
+
+def _names(sentence: str, name: str) -> bool:
+    return bool(re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", sentence, re.I))
+
+
+def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | None,
+                  qvec: Any) -> list[tuple[str, float]]:
+    """(sentence, its cosine to the question) for every chunk of a paper; a chunk holding several
+    sentences has them embedded one by one (through the caller's cache) when an embedder is given."""
+    out: list[tuple[str, float]] = []
+    pending: list[tuple[int, str]] = []
+    for chunk in paper.chunks:  # in abstract order: the retriever sorts every paper's chunks
+        parts = sentences_of(chunk.text)
+        if len(parts) <= 1 or embed is None or qvec is None:
+            out += [(s, chunk.cosine) for s in parts]
+            continue
+        for s in parts:
+            pending.append((len(out), s))
+            out.append((s, chunk.cosine))
+    if pending:
+        import numpy as np
+
+        vecs = np.asarray(embed([s for _, s in pending]), dtype=np.float32)
+        sims = vecs @ qvec
+        for (i, s), sim in zip(pending, sims):
+            out[i] = (s, float(sim))
+    return out
+
+
+def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: QuestionTerms,
+               constants: Constants | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
+               query_vector: Sequence[float] | None = None) -> list[Candidate]:
+    """Every sentence of the retrieved papers with its features and evidence probability."""
+    c = constants or current_constants()
+    qvec = None
+    if query_vector is not None and embed is not None:
+        import numpy as np
+
+        qvec = np.asarray(query_vector, dtype=np.float32)
+    qset = set(qt.stems)
+    # Sums over the question's terms run in the question's word order, never a set's: set order follows string
+    # hashing, which changes per process, and float sums in another order differ in their last bits (enough to
+    # swap two near-tied papers; tests/test_extractive.py answers every question under two hash seeds).
+    q_terms = list(dict.fromkeys(qt.stems))
+    rare_terms = [w for w in q_terms if w in qt.rare]
+    total_idf = sum(qt.idf.values()) or 1.0
+    rare_total = sum(qt.idf[w] for w in rare_terms) or 1.0
+    top_score = max((p.score for p in papers), default=1.0) or 1.0
+    raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
+    for rank, p in enumerate(papers):
+        for j, (s, cos) in enumerate(_sentences_of(p, embed, qvec)):
+            raw.append((p, rank, j, s, cos, sentence_stems(s)))
+    if not raw:
+        return []
+    avgdl = sum(len(r[5]) for r in raw) / len(raw) or 1.0
+    n_of_paper: dict[str, int] = {}
+    for r in raw:
+        n_of_paper[r[0].paper_id] = n_of_paper.get(r[0].paper_id, 0) + 1
+    label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
+    # Rare question terms present anywhere in a paper (its text and label). A paper holding all of its chunks
+    # has its text's terms in its sentences' (chunks split at whitespace), which are stemmed already.
+    sets = [frozenset(r[5]) for r in raw]
+    hits = [sset & qset for sset in sets]  # the question's terms in each sentence
+    rare_q = set(qt.rare)
+    in_paper: dict[str, set[str]] = {}  # the rare question terms in the sentences of papers held whole
+    for r, hit in zip(raw, hits):
+        if getattr(r[0], "complete", False):
+            in_paper.setdefault(r[0].paper_id, set()).update(hit & rare_q)
+    paper_rare: dict[str, float] = {}
+    for p in papers:
+        text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
+        have = text | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
+        paper_rare[p.paper_id] = sum(qt.idf[w] for w in rare_terms if w in have) / rare_total
+    rarity = vocab.rarities()
+    unseen_rarity = vocab.unseen_rarity
+    max_cos = max(r[4] for r in raw)
+    # Asked what a named paper does: where its abstract first names the method ("We introduce X, ...") and the
+    # sentence after it, which often says how X works. Both are features (fitted), not rules, since the
+    # answer is sometimes the naming sentence, sometimes the next one, and sometimes neither.
+    # Asked what limitation or problem a named paper points out: abstracts state the problem before they name
+    # their method, so "before the naming sentence" and "early in the abstract" are features too (fitted).
+    intro: dict[str, int] = {}
+    if qt.asks_contribution or qt.asks_limitation:
+        for r in raw:
+            name = qt.focus_names.get(r[0].paper_id, "")
+            if name and r[0].paper_id not in intro and _names(r[3], name):
+                intro[r[0].paper_id] = r[2]
+    q_idf = [(w, qt.idf[w]) for w in q_terms]
+    k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
+    bm25s_: list[float] = []
+    for r, hit in zip(raw, hits):
+        st = r[5]
+        score = 0.0
+        if hit:
+            base = BM25_K1 * (1 - BM25_B) + norm * len(st)
+            for w, idf in q_idf:
+                if w in hit:
+                    f = st.count(w)
+                    score += idf * f * (k1 + 1) / (f + base)
+        bm25s_.append(score / total_idf)
+    max_bm25 = max(bm25s_) or 1.0
+    rare_idf = [(w, qt.idf[w]) for w in rare_terms]
+    label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
+    out: list[Candidate] = []
+    for r, bm, hit in zip(raw, bm25s_, hits):
+        p, rank, j, s, cos, st = r
+        present = hit | label_q[p.paper_id]
+        overlap = sum(v for w, v in q_idf if w in present) / total_idf if present else 0.0
+        rare_share = sum(v for w, v in rare_idf if w in present) / rare_total if present else 0.0
+        # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
+        # kept per sentence (it does not depend on the question), less the question words it holds.
+        total, count = vocab.rarity_sum(s, st)
+        for w in q_terms if hit else ():
+            if w in hit:
+                k = st.count(w)
+                total -= k * rarity.get(w, unseen_rarity)
+                count -= k
+        name = qt.focus_names.get(p.paper_id, "")
+        n = n_of_paper[p.paper_id]
+        f = {
+            "cosine": cos, "cosine_gap": cos - max_cos, "bm25": bm, "bm25_rel": bm / max_bm25,
+            "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[p.paper_id],
+            "paper_rank": 1.0 / (1 + rank), "paper_score": p.score / top_score,
+            "first": 1.0 if j == 0 else 0.0, "position": j / (n - 1) if n > 1 else 0.0,
+            "specificity": total / count if count else 0.0,
+            "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
+            "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
+            "unseen": qt.unseen,
+            "introduces_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j else 0.0,
+            "after_intro_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j - 1 else 0.0,
+            "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(p.paper_id, -1) else 0.0,
+            "early_limitation": (1.0 - (j / (n - 1) if n > 1 else 0.0)) if qt.asks_limitation else 0.0,
+        }
+        out.append(Candidate(p, rank, j, s, f))
+    _score(out, c)
+    return out
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _logistic(features: dict[str, float], weights: dict[str, float], bias: float) -> float:
+    return _sigmoid(bias + sum([weights.get(k, 0.0) * v for k, v in features.items()]))
+
+
+def _score(cands: list[Candidate], c: Constants) -> None:
+    """`_logistic` for every candidate, with the weights laid out once in the features' order (`candidates` builds
+    every feature dict from one literal): the same sum, in the same order, without a dict lookup per feature."""
+    keys: tuple[str, ...] = ()
+    weights: list[float] = []
+    bias = c.sentence_bias
+    for cand in cands:
+        f = cand.features
+        if tuple(f) != keys:
+            keys = tuple(f)
+            weights = [c.sentence_weights.get(k, 0.0) for k in keys]
+        cand.prob = _sigmoid(bias + sum(map(operator.mul, weights, f.values())))
+
+
+def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:
+    """Per paper: its best and second-best sentence probabilities, the gap to the best paper, rank, score."""
+    by_paper: dict[str, list[Candidate]] = {}
+    for cand in cands:
+        by_paper.setdefault(cand.paper.paper_id, []).append(cand)
+    top = max((cand.prob for cand in cands), default=0.0)
+    out = {}
+    for pid, cs in by_paper.items():
+        probs = sorted((x.prob for x in cs), reverse=True)
+        f0 = cs[0].features
+        ranks = getattr(cs[0].paper, "ranks", {}) or {}
+        out[pid] = {"best": probs[0], "second": probs[1] if len(probs) > 1 else 0.0, "best_gap": probs[0] - top,
+                    "paper_rank": f0["paper_rank"], "paper_score": f0["paper_score"],
+                    "paper_rare": f0["paper_rare"], "names_focus": f0["names_focus"],
+                    **{f"rr_{n}": 1.0 / ranks[n] if ranks.get(n) else 0.0 for n in RANKINGS}}
+    return out
+
+
+def paper_probabilities(cands: Sequence[Candidate], constants: Constants | None = None) -> dict[str, float]:
+    """Probability that each retrieved paper is relevant, from its evidence and its rank."""
+    c = constants or current_constants()
+    return {pid: _logistic(f, c.paper_weights, c.paper_bias) for pid, f in paper_features(cands).items()}
+
+
+def strength(prob: float, constants: Constants | None = None) -> str:
+    """'strong', 'weak' or 'none' for a lookup's best sentence, on the fitted thresholds."""
+    c = constants or current_constants()
+    return "strong" if prob >= c.strong_at else "weak" if prob >= max(c.weak_at, c.abstain_below) else "none"

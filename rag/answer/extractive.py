@@ -1,0 +1,351 @@
+"""The default answerer: no LLM, only sentences quoted from the retrieved abstracts, each with its citation.
+
+Which sentences, which papers and whether to answer at all come from the evidence scorer (rag/answer/evidence.py:
+fitted probabilities that a sentence is evidence and that a paper is relevant). This module adds what the
+question's shape asks for, read from its grammar:
+- a paper the question names narrows the answer to that paper; a comparison quotes each named paper;
+- a definition ("what does X stand for") quotes the sentence that spells X out;
+- a contribution or limitation quotes the paper's two most probable evidence sentences;
+- a list question cites every paper whose evidence passes, not only the first;
+- any other question or claim cites the retriever's first paper and each further paper that is more likely
+  relevant than not.
+It abstains with a fixed sentence, naming the closest papers, when the retrieved text does not carry what
+was asked: a term the corpus never uses, a number no sentence gives, names no sentence lists, or no sentence
+likely enough to be evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rag import prompts
+from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, current_constants, defines, \
+    paper_probabilities, question_terms
+from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
+from rag.answer.question import QuestionInfo, analyse, specific_tokens
+from rag.answer.retrieve import PaperHit, Retrieval
+from rag.text import numbers, stem, stems
+
+SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
+MAX_SENTENCES = 2         # quotes per paper
+CLOSEST_SHOWN = 3         # papers an abstention names
+CLOSEST_CHARS = 140       # ... with this much of their best sentence
+
+
+@dataclass
+class Quote:
+    paper: PaperHit
+    sentence: str
+
+
+@dataclass
+class Draft:
+    """An extractive answer before numbering: quotes in order, or an abstention sentence."""
+
+    quotes: list[Quote]
+    abstention: str | None = None
+    summary: str | None = None
+
+
+_NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
+
+
+@lru_cache(maxsize=4096)
+def _norm(s: str) -> str:
+    """Lower-cased letters and digits only (cached: a paper's whole text is normalised for every term checked)."""
+    return _NOT_ALNUM_RE.sub("", s.lower())
+
+
+FEW_PAPERS = 3  # a name matched in a question picks out its paper only if at most this many papers use it
+
+
+def _names_few(key: str, vocab: Vocabulary) -> bool:
+    """Does a label matched in a question name its paper, rather than a topic many papers share? A topic
+    label ("DNA damage") matched in a claim about DNA damage is not the claim naming that paper."""
+    n = len(vocab.index.papers) if vocab.index is not None else 0
+    words = re.findall(r"[A-Za-z0-9]{2,}", key)
+    if not n or not words:
+        return True
+    return min(vocab.paper_share(w) for w in words) * n <= FEW_PAPERS
+
+
+def _present(token: str, papers: list[PaperHit]) -> bool:
+    t = _norm(token)
+    return any(t and (t in _norm(p.text) or t in _norm(p.label) or t in _norm(p.title)) for p in papers)
+
+
+_PAREN_ACRONYM_RE = re.compile(r"\(([A-Za-z][\w-]*)\)")
+
+
+def _drop_definitions(sentence: str) -> str:
+    """Remove acronym definitions ("conditional message passing (CMP)") from a sentence."""
+    out = sentence
+    for m in _PAREN_ACRONYM_RE.finditer(sentence):
+        before = sentence[:m.start()].split()
+        for n in range(1, min(6, len(before)) + 1):
+            if initials_match(" ".join(before[-n:]), m.group(1).rstrip("s")):
+                out = out.replace(" ".join(before[-n:]) + " " + m.group(0), " ")
+                break
+    return out
+
+
+def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str = "") -> bool:
+    """Does the sentence name a model, benchmark or dataset (other than the paper's own label)?
+
+    An acronym being defined ("Vision-Language Models (VLMs)") names a concept, and so does a term most of
+    the collection's papers use.
+    """
+    label_n = _norm(label)
+    asked = {_norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}  # the question's own words
+    sentence = _drop_definitions(sentence)
+    for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", sentence)[1:]:
+        if _norm(w) in (label_n, *asked) or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
+            continue
+        if is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w):
+            return True
+    return False
+
+
+FOREIGN_SHARE = 0.5  # a question is in another language when more than half its words are new to the corpus
+
+
+def foreign(question: str, vocab: Vocabulary) -> bool:
+    """Are most of the question's words (four letters or more) ones no indexed chunk uses? Then its nearest
+    sentences are near by chance. Corpus-derived, so a terse English claim ("Activated Cdk5 regulates neuronal
+    death") is not mistaken for another language."""
+    words = re.findall(r"[^\W\d_]{4,}", question.lower())
+    if len(words) < 3 or vocab.index is None:
+        return False
+    return sum(vocab.unseen(stem(w)) for w in words) > FOREIGN_SHARE * len(words)
+
+
+def _closest(cands: list[Candidate]) -> str:
+    """'Closest papers:' lines (label + the start of its best sentence) added to an abstention."""
+    seen: dict[str, Candidate] = {}
+    for c in sorted(cands, key=lambda c: c.prob, reverse=True):
+        seen.setdefault(c.paper.paper_id, c)
+    lines = []
+    for c in list(seen.values())[:CLOSEST_SHOWN]:
+        s = c.sentence if len(c.sentence) <= CLOSEST_CHARS else c.sentence[:CLOSEST_CHARS].rsplit(" ", 1)[0] + "…"
+        lines.append(f"- {c.paper.label}: {s}")
+    return ("\n" + prompts.ABSTAIN_CLOSEST + "\n" + "\n".join(lines)) if lines else ""
+
+
+def _abstain(text: str, cands: list[Candidate]) -> Draft:
+    return Draft([], text + _closest(cands))
+
+
+@dataclass
+class Prepared:
+    """A question read against its retrieved papers: its shape, the papers it names, the pool of papers
+    the answer is drawn from, and every pool sentence scored as evidence."""
+
+    info: QuestionInfo
+    focus: list[PaperHit]
+    focus_terms: set[str]
+    names: dict[str, str]
+    pool: list[PaperHit]
+    cands: list[Candidate]
+
+
+def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants,
+            embed: Callable[[list[str]], list[list[float]]] | None = None,
+            info: QuestionInfo | None = None) -> Prepared:
+    """Shape, named papers and scored sentences of a question (shared by the answerer and the fitting script)."""
+    c = constants
+    info = info or analyse(question, lambda t: vocab.common(t, c))
+    papers = retrieval.papers
+    focus = [p for p in papers if mentions(question, p.label) and _names_few(name_used(question, p.label), vocab)]
+    focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in re.findall(r"[\w-]+", k)}
+    if not focus and info.specific and not info.multi and info.shape != "claim":
+        # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it. A claim's
+        # names are its subject, which relevant and irrelevant papers share alike (measured on SciFact: narrowing
+        # claims this way cited no more relevant papers and 7% more papers in all).
+        focus = [p for p in papers if all(_present(t, [p]) for t in info.specific)]
+        if len(focus) > 2:
+            focus = []  # a term many retrieved papers share narrows nothing
+    names = {p.paper_id: name_used(question, p.label) for p in focus}
+    if info.shape == "comparison" and not info.multi:
+        # "Compare A and B" where B is not a label: the first retrieved paper that uses the name B.
+        for t in info.specific:
+            if any(mentions(t, p.label) for p in focus):
+                continue
+            holder = next((p for p in papers if _present(t, [p])), None)
+            if holder is not None and holder not in focus:
+                focus.append(holder)
+                names[holder.paper_id] = t
+    pool = focus if focus and not info.multi else papers
+    qt = question_terms(question, pool, vocab, info.shape == "definition", {k: v for k, v in names.items() if v},
+                        info.shape == "contribution", info.shape == "limitation")
+    cands = candidates(question, pool, vocab, qt, c, embed, retrieval.query_vector) if pool else []
+    cands.sort(key=lambda x: x.prob, reverse=True)
+    return Prepared(info, focus, focus_terms, names, pool, cands)
+
+
+def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None = None,
+                 vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
+                 constants: Constants | None = None, prepared: Prepared | None = None) -> Draft:
+    """Choose the quotes that answer the question, or the reason to abstain (`prepared`: the question
+    already read and scored, as the fitting script reuses it across constants)."""
+    c = constants or current_constants()
+    vocab = vocab or Vocabulary(None)
+    papers = retrieval.papers
+    if not papers:
+        return Draft([], prompts.ABSTAIN_NO_PAPERS)
+    pr = prepared or prepare(question, retrieval, vocab, c, embed, info)
+    info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
+    if not cands:
+        return Draft([], prompts.ABSTAIN_NO_MATCH)
+
+    # A question naming something no retrieved abstract mentions is not answered by the nearest paper; when it
+    # names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words).
+    # A long question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
+    # Metropolis-Hastings paper), not a question about something absent.
+    missing = [t for t in info.specific if not any(mentions(t, p.label) for p in focus) and not _present(t, pool)
+               and (focus or info.shape == "comparison" or
+                    (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
+                     and (cands[0].prob < c.missing_below or len(info.words) <= SHORT_QUESTION_WORDS
+                          or info.shape in ("definition", "contribution", "limitation"))))]
+    if missing:
+        return _abstain(prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
+
+    if info.wants_number:
+        return _numeric(info, cands, focus_terms, c)
+    if info.wants_names:
+        # The likeliest sentence that has the asked attribute and names something (the cheaper test first).
+        named = next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
+                      and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)), None)
+        if named is None or named.prob < c.abstain_below:
+            return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
+        return Draft([Quote(named.paper, named.sentence)])
+
+    best = cands[0]
+    if not focus:
+        words = list(info.words)
+        if foreign(question, vocab):
+            # Mostly words the corpus never uses and no paper named (a question in another language): the
+            # embedding model is English, so the nearest sentence is near by chance, not evidence.
+            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+        if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
+            # A short topic question ("paper on quantum machine learning") must find its rarest word.
+            idf = vocab.idf(words)
+            top = max(idf.values())
+            rarest = {w for w in words if idf[w] == top}  # ties: any of them (never set order)
+            if not rarest & (stems(best.paper.text) | stems(best.paper.label) | stems(best.paper.title)):
+                return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+        if best.prob < c.abstain_below:
+            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+
+    if len(focus) >= 2 and not info.multi:
+        return Draft([_best_of(cands, p) for p in focus if _best_of(cands, p)],
+                     summary=None)
+    if focus:
+        return _about_paper(info, cands, focus[0], names.get(focus[0].paper_id, ""), c)
+    if info.multi:
+        return _multi(info, cands, c)
+    return _cited(info, cands, papers, c)
+
+
+def _best_of(cands: list[Candidate], paper: PaperHit) -> Quote | None:
+    own = [x for x in cands if x.paper is paper]
+    return Quote(paper, own[0].sentence) if own else None
+
+
+def _about_paper(info: QuestionInfo, cands: list[Candidate], paper: PaperHit, name: str, c: Constants) -> Draft:
+    """A question about one named paper: its definition, its contribution, or its best evidence."""
+    own = [x for x in cands if x.paper is paper]
+    if info.shape == "definition" and name:
+        defining = [x for x in own if defines(x.sentence, name)]
+        if defining:
+            return Draft([Quote(paper, defining[0].sentence)])
+    n = MAX_SENTENCES if info.shape in ("contribution", "limitation", "definition") else 1
+    quotes = [Quote(paper, own[0].sentence)]
+    for x in own[1:n]:
+        quotes.append(Quote(paper, x.sentence))
+    if n == 1 and len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
+        quotes.append(Quote(paper, own[1].sentence))
+    return Draft(_in_order(quotes, cands))
+
+
+def _in_order(quotes: list[Quote], cands: list[Candidate]) -> list[Quote]:
+    """Quotes of one paper read in the abstract's order."""
+    pos = {(x.paper.paper_id, x.sentence): x.index for x in cands}
+    return sorted(quotes, key=lambda q: (q.paper.paper_id != quotes[0].paper.paper_id,
+                                         pos.get((q.paper.paper_id, q.sentence), 0)))
+
+
+def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c: Constants) -> Draft:
+    """The lead paper (the retriever's first, or the one its evidence favours when the fit chose that), then
+    every further paper more likely relevant than not, in retrieval order, each with its best sentence (two
+    when both are likely evidence). The retriever's first paper is always among them, so the answer never
+    cites a relevant paper less often than citing the top result would."""
+    probs = paper_probabilities(cands, c)
+    ranked = [p for p in papers if p.paper_id in probs]
+    lead = max(ranked, key=lambda p: probs[p.paper_id]) if c.primary_by_evidence else ranked[0]
+    chosen = [lead] + [p for p in ranked if p is not lead and (p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at)]
+    if info.lookup or info.wants_number:
+        chosen = chosen[:1] + [p for p in chosen[1:] if p is ranked[0] or probs[p.paper_id] >= c.cite_paper_at]
+    quotes: list[Quote] = []
+    for p in chosen:
+        own = [x for x in cands if x.paper is p]
+        quotes.append(Quote(p, own[0].sentence))
+        if len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
+            quotes.append(Quote(p, own[1].sentence))
+    return Draft(quotes)
+
+
+def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], c: Constants) -> Draft:
+    """A number is asked for: only a sentence that gives one (for the thing asked about) can answer."""
+    with_numbers = [x for x in cands if numbers(x.sentence)]
+    asked = info.units or (info.content - focus_terms)
+    if asked:
+        with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))]
+    what = " ".join(sorted(info.units)) if info.units else "what was asked"
+    if not with_numbers:
+        return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"
+                                                          if info.units else what))
+    best = with_numbers[0]
+    if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
+        return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=what))
+    if not info.units:
+        # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
+        # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
+        # holds most of the question's other words answers it (ties: the likeliest).
+        def told(x: Candidate) -> int:
+            return len((asked - stems(x.paper.title) - stems(x.paper.label)) & stems(x.sentence))
+
+        best = max((x for x in with_numbers if x.paper is best.paper), key=told)
+    quotes = [Quote(best.paper, best.sentence)]
+    for x in with_numbers[:MAX_SENTENCES]:
+        if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
+            quotes.append(Quote(x.paper, x.sentence))
+    return Draft(quotes)
+
+
+def _multi(info: QuestionInfo, cands: list[Candidate], c: Constants) -> Draft:
+    """Every retrieved paper whose evidence passes, not just the first: likely relevant (the fitted list
+    threshold), or holding every name the question lists by ("which papers use GRPO?")."""
+    probs = paper_probabilities(cands, c)
+    best_per_paper: dict[str, Candidate] = {}
+    for x in cands:
+        best_per_paper.setdefault(x.paper.paper_id, x)
+    key_terms = specific_tokens(info.text)  # names, however common: they are the list's criterion
+    quotes = []
+    for x in sorted(best_per_paper.values(), key=lambda x: x.rank):
+        has_key = bool(key_terms) and all(_present(t, [x.paper]) for t in key_terms)
+        if x.rank == 0 or has_key or probs[x.paper.paper_id] >= c.multi_paper_at:
+            quotes.append(Quote(x.paper, x.sentence))
+    summary = "Matching papers" if len(quotes) > 1 else None
+    return Draft(quotes, summary=summary)
+
+
+def evidence_for(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants | None = None,
+                 embed: Callable[[list[str]], list[list[float]]] | None = None) -> list[Candidate]:
+    """Every sentence of the retrieved papers scored as evidence for a query (citation lookup)."""
+    c = constants or current_constants()
+    qt = question_terms(question, retrieval.papers, vocab, False, {})
+    return candidates(question, retrieval.papers, vocab, qt, c, embed, retrieval.query_vector)
+

@@ -1,0 +1,251 @@
+"""What a question asks for: a paper (lookup), several papers, a number, names, or a fact.
+
+The extractive answerer uses this to pick sentences and, above all, to abstain: a question that asks for a
+number is not answered by a sentence without one, and a question naming something no abstract mentions
+("ImageNet", "GPT-5") is not answered by the nearest paper.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from collections.abc import Callable
+
+from rag.errors import QuestionError
+from rag.text import STOPWORDS, stem, terms
+
+# Whether a token is the indexed collection's common vocabulary ("LLM" among NLP papers, "cells" among
+# biology ones): decided from the index's document frequencies (rag/evidence.Vocabulary.common), never from a
+# word list. Without an index nothing counts as common.
+Common = Callable[[str], bool]
+
+
+def _never(_token: str) -> bool:
+    return False
+
+# Words that frame a question rather than say what it is about.
+FRAME_WORDS = frozenset(stem(w) for w in """which what who whom whose how does do did is are was were any anyone
+    someone something there paper papers work works article study studies authors author propose proposes
+    proposed introduce introduces introduced present presents report reports reported claim claims name
+    named called call exactly tell know give gives mention mentions mentioned describe describes
+    list show shows find finds found get gets result results one ones deal deals dealing talk talks discuss
+    discusses cover covers address addresses tackle tackles focus focuses look looks""".split())
+LOOKUP_NOUNS = frozenset(stem(w) for w in "paper method approach work framework technique algorithm".split())
+
+_MULTI_RE = re.compile(
+    r"\b(which|what|list|all|any|are there)\b(?:(?!\b(?:paper|work|method|approach|abstract|study|one)\b).){0,20}"
+    r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|"
+    r"\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
+_LOOKUP_RE = re.compile(
+    r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
+    r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
+    r"\bname of\b|\bis there (a|any) (paper|work|method|benchmark)|\bany (paper|work) (on|about|that)|"
+    r"\bwhat('s| is) (it|the method|the benchmark|the paper) called\b|\bwhich abstract\b", re.I)
+_NUMERIC_RE = re.compile(
+    r"\bhow (many|much)\b|^\W*(?:[\w'-]+\W+){0,5}?how (large|big|fast|long|often|far|small|high|low|well)\b|\bby (how much|what (factor|margin|"
+    r"percent|percentage))\b|\bwhat (percent|percentage|fraction|share|proportion|number|speed-?up|accuracy|"
+    r"f1|score|win rate|latency|gain|improvement|reduction|rate|size|ratio|auroc|error|cost|budget|margin)\b|"
+    r"\bwhat('s| is| was) the (speed-?up|accuracy|f1|score|win rate|latency|gain|improvement|reduction|number|"
+    r"percentage|rate|size|ratio|auroc|error|margin|max|maximum|minimum)\b|\b(percent|percentage)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"\bhow (?:many|much)\s+((?:[a-z][\w-]*\s*){1,2})", re.I)
+_WH_RE = re.compile(r"\b(what|which)(?:'s|\s+(?:is|are|was|were)\b)?\s+(.*)", re.I)
+AUX_WORDS = frozenset("""does do did is are was were has have had can could would will should may might
+    the a an of in on for to by with from at""".split())
+# Nouns after "what/which" that ask for a quantity, or for names.
+QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share proportion number count
+    speedup speed-up accuracy score rate size ratio error cost budget margin latency gain
+    improvement reduction scale value amount length dimension temperature threshold""".split())
+NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
+    baselines backbone backbones task domain language checkpoint architecture tool metric optimizer""".split())
+# "how much shorter", "how many more": the number's unit is then not in the question.
+COMPARATIVES = frozenset("""more less fewer better worse faster slower shorter longer higher lower larger smaller
+    greater bigger times time points max maximum minimum total overall exact exactly""".split())
+NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve dozen hundred
+    thousand million""".split())
+
+
+def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str | None]:
+    """The noun phrase right after what/which, and what it asks for: 'number', 'names' or None.
+
+    "what noise scale does PTRM inject" -> (["noise", "scale"], "number");
+    "what embedding model powers ..." -> (["embedding", "model"], "names");
+    "which knowledge graphs was CoRF ..." -> (["knowledge", "graphs"], "names") (a plural asks for names).
+    """
+    m = _WH_RE.search(question)
+    if not m:
+        return [], None
+    words: list[str] = []
+    for w in re.findall(r"[\w'-]+", m.group(2))[:4]:
+        low = w.lower()
+        if low in AUX_WORDS and not words:
+            continue
+        if not words and _field_acronym(w, common):
+            return [], "names"  # "which VLM does ...", "what LLMs ..."
+        if _field_acronym(w, common):
+            rest = [x.lower() for x in re.findall(r"[\w'-]+", m.group(2))]
+            if any(stem(x) in LOOKUP_NOUNS for x in rest[len(words) + 1:len(words) + 3]):
+                return [], None  # "which label-free RL method ...": a lookup
+            return words, "names"  # "which base LLM ..."
+        if any(c.isupper() for c in w[1:]) and not words:
+            nxt = re.findall(r"[\w'-]+", m.group(2))[1:2]
+            if nxt and stem(nxt[0].lower()) in NAME_NOUNS:
+                return [], "names"  # "which I2V backbones ...": a name-like modifier of a noun asking for names
+        if low in AUX_WORDS or low in STOPWORDS and low not in NUMBER_WORDS or any(c.isupper() for c in w[1:]):
+            break
+        words.append(low)
+        st = stem(low)
+        if st in FRAME_WORDS:
+            return [], None
+        if st in QUANTITY_NOUNS:
+            return words, "number"
+        if st in NAME_NOUNS:
+            return words, "names"
+        if len(words) == 3:
+            break
+    if words and words[-1].endswith("s") and not words[-1].endswith("ss") and len(words[-1]) > 3:
+        return words, "names"
+    return [], None
+
+
+def _field_acronym(w: str, common: Common) -> bool:
+    """An acronym the collection uses widely ("LLM", "VLMs"): a kind of thing, not one thing's name."""
+    core = w[:-1] if w.endswith("s") and w[:-1].isupper() else w
+    return len(core) >= 2 and core.isupper() and (common(core) or common(w))
+
+
+_COMPARISON_RE = re.compile(r"\bcompar(?:e|es|ed|ing|ison)\b|\bdiffer(?:s|ence|ences)?\b|\bversus\b|\bvs\.?\s|"
+                            r"\bcontrast\b|\bhow (?:do|does) .+ and .+ (?:relate|compare)\b", re.I)
+_DEFINITION_RE = re.compile(r"\bstands? for\b|\bacronym\b|\bmeaning of\b|\bdefin(?:e|ition of)\b|"
+                            r"^\W*(?:what|who)(?:'s|\s+(?:is|are|was|were))\s+(?:an?\s+|the\s+)?"
+                            r"[\w'’\-–]+(?:\s+[\w'’\-–]+){0,2}\W*$", re.I)
+_CONTRIBUTION_RE = re.compile(r"\bwhat (?:does|do|did) .+ (?:do|propose|introduce|contribute|offer)\b|"
+                              r"\b(?:main|key|core|central) (?:idea|contribution|insight)\b|\bcontributions?\b|"
+                              r"\bhow does .+ work\b", re.I)
+_LIMITATION_RE = re.compile(r"\blimitations?\b|\blimits\b|\bweakness(?:es)?\b|\bdrawbacks?\b|\bshortcomings?\b|"
+                            r"\bproblems? with\b|\bgoes wrong\b|\bwrong with\b|\bfail(?:s|ure|ures)?\b|"
+                            r"\bfalls? short\b|\bunreliable\b|\bgaps? in\b|\binefficienc(?:y|ies)\b|"
+                            r"\bunrealistic\b|\bmissing from\b", re.I)
+_WH_START_RE = re.compile(r"^\W*(?:which|what|who|whom|whose|how|why|when|where|is|are|does|do|did|can|could|"
+                          r"any|list|name|tell|give|show|find|compare)\b", re.I)
+
+
+def question_shape(question: str) -> str:
+    """The kind of answer asked for: 'comparison', 'definition', 'contribution', 'limitation', 'claim'
+    (a statement to verify, as in citation lookup) or 'question' (anything else).
+
+    Read from the question's grammar (question words, "stand for", "compare"), the same on any corpus.
+    """
+    q = question.strip()
+    if not q.endswith("?") and not _WH_START_RE.search(q) and len(q.split()) >= 4:
+        return "claim"  # a statement ("X is higher in A compared to B") is verified, whatever words it uses
+    if _COMPARISON_RE.search(q):
+        return "comparison"
+    if _DEFINITION_RE.search(q):
+        return "definition"
+    if _CONTRIBUTION_RE.search(q):
+        return "contribution"
+    if _LIMITATION_RE.search(q) and (_WH_START_RE.search(q) or q.endswith("?")):
+        return "limitation"
+    return "question"
+
+
+@dataclass
+class QuestionInfo:
+    """The parts of a question the answerer needs."""
+
+    text: str
+    multi: bool
+    lookup: bool
+    wants_number: bool
+    wants_names: bool
+    content: set[str] = field(default_factory=set)   # content stems, frame words removed
+    words: set[str] = field(default_factory=set)     # the same for whole words only (no hyphen parts)
+    specific: list[str] = field(default_factory=list)  # surface tokens that name something specific
+    units: set[str] = field(default_factory=set)     # stems of what a number is asked for ("GPUs")
+    attribute: set[str] = field(default_factory=set)  # words a named answer must sit next to ("embedding")
+    shape: str = "question"  # see question_shape
+
+
+def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bool:
+    """A word that names something: not the collection's common vocabulary (LLM, RL, API in an NLP corpus,
+    by document frequency) and not an ordinary word."""
+    if len(part) < 2:
+        return False
+    inner_caps = any(c.isupper() for c in part[1:])
+    has_digit = any(c.isdigit() for c in part) and any(c.isalpha() for c in part)
+    if not (inner_caps or has_digit or (mid_sentence and part[0].isupper())):
+        return False  # decided before `common`, whose document frequencies cost a posting-list scan per word
+    return not (common(part) or (part.endswith("s") and common(part[:-1])))
+
+
+def specific_tokens(question: str, common: Common = _never) -> list[str]:
+    """Tokens that name something: inner capitals, digits, acronyms, or capitalised mid-sentence words."""
+    out: list[str] = []
+    words = re.findall(r"[A-Za-z0-9][\w.\-+]*[\w+]|[A-Za-z0-9]", question)
+    for i, w in enumerate(words):
+        low = w.lower()
+        if stem(low) in FRAME_WORDS or low in STOPWORDS:
+            continue
+        if any(_specific_part(part, i > 0, common) for part in w.split("-")):
+            out.append(w.strip(".-"))
+    for quoted in re.findall(r"(?:^|(?<=\s))[\"“']([^\"”']{2,60})[\"”'](?=\s|[?.!,;:]|$)", question):
+        out.append(quoted)
+    return out
+
+
+def is_list_question(question: str) -> bool:
+    """Does the question ask for every paper that fits ("which papers use X?")?"""
+    return bool(_MULTI_RE.search(question))
+
+
+def analyse(question: str, common: Common | None = None) -> QuestionInfo:
+    """Classify a question and extract its content terms; `common` tells the collection's common words."""
+    common = common or _never
+    q = question.strip()
+    multi = is_list_question(q)
+    lookup = multi or bool(_LOOKUP_RE.search(q))
+    phrase, asks = _wh_phrase(q, common)
+    wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"
+    shape = question_shape(q)
+    wants_names = asks == "names" and not wants_number and not multi and shape == "question"
+    # A statement to verify (a claim) asks for support, not for a figure or a list of names.
+    wants_number = wants_number and shape not in ("definition", "claim")
+    wants_names = wants_names and shape != "claim"
+    content = {stem(t) for t in terms(q)} - FRAME_WORDS
+    units: set[str] = set()
+    m = _UNIT_AFTER_RE.search(q)
+    if m:
+        units = {stem(t) for t in terms(m.group(1))} - FRAME_WORDS
+    elif asks == "number":
+        units = {stem(t) for t in terms(" ".join(phrase))} - FRAME_WORDS
+    units -= QUANTITY_NOUNS | {stem(w) for w in COMPARATIVES}
+    attribute = {stem(w) for w in phrase if w not in NUMBER_WORDS} - NAME_NOUNS - FRAME_WORDS if wants_names \
+        else set()
+    words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
+             if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
+    return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
+                        wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
+                        attribute=attribute, shape=shape)
+
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+
+
+def clean_question(question: str, max_chars: int) -> str:
+    """Normalise a question; refuse empty or oversized ones with a message naming the problem."""
+    if question is None:
+        raise QuestionError("empty question: type a question about the papers")
+    text = _ANSI_RE.sub(" ", str(question))  # terminal colour codes pasted along with a question
+    if not text.isprintable():  # printable text holds no control or format characters (category C)
+        text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in text)
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        raise QuestionError("empty question: type a question about the papers")
+    if len(text) > max_chars:
+        raise QuestionError(f"question too long ({len(text):,} characters; the limit is {max_chars:,}): "
+                            "ask about one thing at a time")
+    if not re.search(r"\w", text):
+        raise QuestionError("the question has no words: type a question about the papers")
+    return text

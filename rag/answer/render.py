@@ -1,0 +1,86 @@
+"""Answer text from what was chosen: an extractive draft numbered and quoted, a generated answer's citations
+renumbered in order of use, and any finished text as stream events."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rag import prompts
+from rag.answer.cite import CITATION_RE, SourceText, check_answer, cited_numbers
+from rag.answer.extractive import Draft
+from rag.answer.retrieve import PaperHit, Retrieval
+from rag.corpus.references import citation_fields, paper_fields
+from rag.schema import Answer, Citation, Retrieved, StreamEvent
+from rag.text import sentences_of
+
+
+def sources_for(papers: list[PaperHit]) -> list[SourceText]:
+    """Numbered sources ([1] = first retrieved paper) with every sentence of their abstracts."""
+    return [SourceText(n, p.label, list(sentences_of(p.text))) for n, p in enumerate(papers, 1)]
+
+
+def renumber_citations(text: str) -> tuple[str, dict[int, int]]:
+    """Renumber [n] markers 1, 2, ... in order of first use, so an answer's citations read in order."""
+    mapping: dict[int, int] = {}
+    for n in cited_numbers(text):
+        mapping.setdefault(n, len(mapping) + 1)
+    return _apply_renumber(text, mapping), mapping
+
+
+def _apply_renumber(text: str, mapping: dict[int, int]) -> str:
+    return CITATION_RE.sub(lambda m: "[" + ", ".join(str(mapping.get(n, n)) for n in cited_numbers(m.group(0)))
+                           + "]", text)
+
+
+def _renumber_repair(repaired: str, mapping: dict[int, int], papers: list[PaperHit]) -> str:
+    """A repair note in the answer's final numbering; a source the answer no longer cites is named by label."""
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if n in mapping:
+            return f"[{mapping[n]}]"
+        return papers[n - 1].label if 0 < n <= len(papers) else m.group(0)
+
+    return re.sub(r"\[(\d+)\]", one, repaired)
+
+
+def _best_sentence(paper: PaperHit) -> str:
+    best = max(paper.chunks, key=lambda c: c.cosine, default=None)
+    return best.text if best else ""
+
+
+def word_events(text: str) -> Iterator[StreamEvent]:
+    """Stream a finished text word by word, so every mode reaches a UI the same way."""
+    for piece in re.findall(r"\S+\s*|\s+", text):
+        yield StreamEvent("token", piece)
+
+
+def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy: str) -> Answer:
+    """Number the quoted papers, write the answer text, and run the citation check on it."""
+    retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
+                 for p in retrieval.papers]
+    if draft.abstention or not draft.quotes:
+        return Answer(question=question, answer=draft.abstention or prompts.ABSTAIN_NO_MATCH, abstained=True,
+                      mode="extractive", retrieved=retrieved)
+    order: list[PaperHit] = []
+    for quote in draft.quotes:
+        if quote.paper not in order:
+            order.append(quote.paper)
+    n_of = {p.paper_id: i for i, p in enumerate(order, 1)}
+    lines = []
+    if draft.summary:
+        lines.append(draft.summary + ": " + ", ".join(f"{p.label} [{n_of[p.paper_id]}]" for p in order) + ".")
+    for quote in draft.quotes:
+        lines.append(f"{quote.paper.label} [{n_of[quote.paper.paper_id]}]: “{quote.sentence}”")
+    citations = []
+    for p in order:
+        quoted = [q.sentence for q in draft.quotes if q.paper is p]
+        citations.append(Citation(n_of[p.paper_id], p.paper_id, p.label, p.source, p.position, " … ".join(quoted),
+                                  **citation_fields(p, " … ".join(quoted))))
+    # The citation check runs on extractive answers too: quotes must be verbatim and cite their paper.
+    sources = sources_for(order)
+    checked = check_answer("\n".join(lines), sources, policy)
+    return Answer(question=question, answer=checked.text, abstained=checked.abstained, mode="extractive",
+                  citations=citations, retrieved=retrieved, checks=checked.checks,
+                  unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
+                  removed_citations=checked.removed_citations)

@@ -1,0 +1,63 @@
+"""RIS (`.ris`) as Zotero and Google Scholar export it, parsed by rispy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.corpus.records import CorpusError, FileReport
+from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, name_from_inverted, read_text, year_of
+
+
+KINDS = {"JOUR": "article", "JFULL": "article", "EJOUR": "article", "CONF": "inproceedings",
+         "CPAPER": "inproceedings", "CHAP": "incollection", "BOOK": "book", "THES": "phdthesis", "RPRT": "techreport"}
+
+
+def _first(entry: dict, *keys: str) -> str:
+    for k in keys:
+        v = entry.get(k)
+        if isinstance(v, list):
+            v = next((x for x in v if x), "")
+        if v:
+            return clean_field(v)
+    return ""
+
+
+def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
+    """References with an abstract (AB/N2) become records; others are reported by title."""
+    import rispy
+
+    text = read_text(path, max_bytes)
+    try:
+        entries = rispy.loads(text.replace("\r\n", "\n"))
+    except Exception as e:  # rispy raises IOError/ValueError/KeyError with its own wording
+        raise CorpusError(f"not a readable RIS file ({type(e).__name__}: {e})") from None
+    if not entries:
+        raise CorpusError("no RIS references found (each starts with 'TY  - ')")
+    records = []
+    missing = []
+    for i, e in enumerate(entries, 1):
+        abstract = e.get("abstract") or e.get("notes_abstract") or ""
+        title = _first(e, "title", "primary_title", "translated_title")
+        if not str(abstract).strip():
+            missing.append(f"'{title[:60]}'" if title else f"#{i}")
+            continue
+        authors = [name_from_inverted(a) for key in ("authors", "first_authors") for a in e.get(key) or []]
+        urls = e.get("urls") or []
+        url = next((u for u in urls if u and "doi.org" not in u), "")
+        doi = doi_of(e.get("doi"), *urls)
+        arxiv = arxiv_of(*urls, e.get("notes"), e.get("journal_name"), e.get("secondary_title"))
+        records.append((i, {
+            "abstract": str(abstract), "title": title, "authors": list(dict.fromkeys(a for a in authors if a)),
+            "venue": _first(e, "secondary_title", "journal_name", "alternate_title3", "alternate_title1",
+                            "tertiary_title", "publisher") if e.get("type_of_reference") != "BOOK" else "",
+            "year": year_of(e.get("year"), e.get("publication_year"), e.get("date")), "doi": doi, "arxiv": arxiv,
+            "url": link_of(clean_field(url), doi, arxiv), "key": clean_field(e.get("id")),
+            "kind": KINDS.get(str(e.get("type_of_reference") or ""), "misc"),
+        }))
+    if missing:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        report.warnings.append(f"{report.source}: {len(missing)} reference{'' if len(missing) == 1 else 's'} "
+                               f"without an abstract skipped: {shown}")
+        if not records:
+            raise CorpusError(f"no reference has an abstract (AB field; {len(missing)} references)")
+    return records

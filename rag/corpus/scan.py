@@ -1,0 +1,264 @@
+"""Corpus reading: paper-list files, JSON Lines and single-paper text files become `Paper` records.
+
+Every problem with an input file becomes a one-line message naming the file (and line) and the reason; a bad
+file never stops the others from being read. A file that could not be read at all is `failed`, so ingestion
+keeps every paper it indexed from it before; in a file with some bad lines (records) the good ones are read
+as usual and only the bad positions are recorded (`bad_positions`), so only papers previously indexed at those
+positions are kept.
+
+Only regular files are read (FIFOs, devices and sockets, also behind symlinks, are skipped unread), and the
+size limit is checked on the opened file before reading, then enforced by the read itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.corpus import readers
+from rag.corpus.labels import extract_label
+from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
+from rag.text import clean_markup, stable_id
+
+# BibTeX, RIS and PDF (and CSL-JSON among .json files) are read by rag/corpus/readers/.
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json") + readers.SUFFIXES
+JSON_FIELDS = ("title", "id", "url", "authors", "venue", "year")
+MIN_ABSTRACT_CHARS = 40
+
+
+def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """Expand directories into the supported files under them, sorted; report paths that do not exist."""
+    files: list[Path] = []
+    problems: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                files.extend(Path(root) / n for n in sorted(names)
+                             if not n.startswith(".") and n.lower().endswith(SUPPORTED_SUFFIXES))
+        elif p.exists():
+            files.append(p)
+        else:
+            problems.append(f"{p}: no such file or directory")
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique, problems
+
+
+LabelLookup = Callable[[str, str], "str | None"]
+
+
+def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
+              known_label: LabelLookup | None = None) -> FileReport:
+    """Read one corpus file of any supported format into papers, collecting problems instead of raising.
+
+    `known_label(content_hash, title)` returns the label already stored for an unchanged paper: extracting
+    labels is most of the work of re-reading a large corpus, and an unchanged text has the same label.
+    """
+    report = FileReport(path=path, source=display_path(path))
+    try:
+        return _read_file(report, path, max_bytes, max_abstract_chars, known_label)
+    except MemoryError:  # one file too big for this machine must not stop the whole ingest
+        report.papers.clear()
+        report.failed = True
+        report.problems.append(f"{report.source}: out of memory while reading it; skipped")
+        return report
+
+
+def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_chars: int,
+               known_label: LabelLookup | None) -> FileReport:
+    try:
+        check_regular(path, max_bytes)  # before anything opens it: a format sniffer or reader reads it too
+        reader = readers.reader_for(path)
+        text = read_text(path, max_bytes) if reader is None else ""
+        suffix = path.suffix.lower()
+        if reader is not None:
+            records = reader(path, max_bytes, report)
+        elif suffix in (".jsonl", ".ndjson"):
+            records = _parse_jsonl(text, report)
+        elif suffix == ".json":
+            records = _parse_json_array(text, report)
+        elif suffix in (".txt", ".md", ".markdown"):
+            records = _parse_text(text, suffix, report)
+        else:
+            raise CorpusError(f"unsupported file type '{suffix}' (use {', '.join(SUPPORTED_SUFFIXES)})")
+    except CorpusError as e:
+        report.problems.append(f"{report.source}: {e}")
+        report.failed = True
+        return report
+    for position, record in records:
+        abstract = record["abstract"]
+        where = f"{report.source}:{position}" if suffix in (".jsonl", ".ndjson") else report.source
+        if record.get("key"):
+            where += f" ({record['key']})"
+        # PDF text is already plain (rag/corpus/readers/pdf.py): cleaning LaTeX markup from it would move its layout
+        full_text = reader is not None and bool(record.get("full_text"))
+        cleaned = abstract if full_text else clean_markup(abstract)
+        if len(cleaned) < MIN_ABSTRACT_CHARS:
+            report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")
+            report.bad_positions.add(position)
+            continue
+        if len(cleaned) > max_abstract_chars and not full_text:  # a PDF's text is not an abstract
+            report.problems.append(
+                f"{where}: abstract too long ({len(cleaned):,} characters; limit {max_abstract_chars:,})")
+            report.bad_positions.add(position)
+            continue
+        content_hash = stable_id(abstract)
+        title = clean_markup(str(record["title"])) if record.get("title") else ""
+        label = known_label(content_hash, title) if known_label else None
+        report.papers.append(Paper(
+            paper_id=str(record.get("id") or content_hash).strip(),
+            text=cleaned,
+            source=report.source,
+            position=position,
+            label=label or extract_label(cleaned, title=title, raw=abstract),
+            content_hash=content_hash,
+            title=title,
+            url=str(record.get("url") or ""),
+            authors=_authors(record.get("authors")),
+            venue=str(record.get("venue") or ""),
+            year=str(record.get("year") or ""),
+            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection")},
+            layout=str(record.get("layout") or "") if full_text else "",
+        ))
+    return report
+
+
+def _authors(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(a) for a in value)
+    return str(value or "")
+
+
+def _record(obj: object, where: str, report: FileReport, position: int) -> dict | None:
+    if not isinstance(obj, dict):
+        report.problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        report.bad_positions.add(position)
+        return None
+    abstract = obj.get("abstract")
+    if not isinstance(abstract, str) or not abstract.strip():
+        report.problems.append(f"{where}: missing 'abstract' (a non-empty string is required)")
+        report.bad_positions.add(position)
+        return None
+    return obj
+
+
+def _parse_jsonl(text: str, report: FileReport) -> list[tuple[int, dict]]:
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{report.source}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            report.problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
+            report.bad_positions.add(lineno)
+            continue
+        rec = _record(obj, where, report, lineno)
+        if rec is not None:
+            records.append((lineno, rec))
+    if not records and not report.problems:
+        raise CorpusError("no papers found")
+    return records
+
+
+def _parse_json_array(text: str, report: FileReport) -> list[tuple[int, dict]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CorpusError(f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise CorpusError("expected a JSON array of paper objects")
+    records = []
+    for i, obj in enumerate(data, 1):
+        rec = _record(obj, f"{report.source}[{i}]", report, i)
+        if rec is not None:
+            records.append((i, rec))
+    return records
+
+
+_BLOCK_SPLIT_RE = re.compile(r"\n[ \t]*\n")
+_HEADING_RE = re.compile(r"#{1,6}[ \t]+\S")  # a markdown ATX heading line
+
+
+def _is_header(block: str) -> bool:
+    """A list header is a paragraph of one short line that does not read as a sentence of an abstract
+    (a markdown `# heading` line always is one)."""
+    if "\n" in block or len(block) > 200:
+        return False
+    return bool(_HEADING_RE.match(block)) or not block.endswith(".")
+
+
+def _parse_text(text: str, suffix: str, report: FileReport) -> list[tuple[int, dict]]:
+    """Paper-list files (header line, then one abstract per paragraph) or a single paper per file.
+
+    A file is a paper list when a header line is followed by two or more paragraphs. A `.txt` file with
+    several long paragraphs and no header is read as a list too, with a warning. Anything else is one paper;
+    its first line is the title when it is a short heading.
+    """
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n")
+    blocks = [b.strip() for b in _BLOCK_SPLIT_RE.split(normalized) if b.strip()]
+    first, _, rest = blocks[0].partition("\n")
+    if rest.strip() and _HEADING_RE.match(first):  # `# Title` directly followed by text: still the title
+        blocks[0:1] = [first.strip(), rest.strip()]
+    if _is_header(blocks[0]):
+        body = blocks[1:]
+        if not body:
+            raise CorpusError("only a header line, no abstracts")
+        if len(body) >= 2 and suffix == ".txt":
+            # The header names the list ("NeurIPS 2026 论文列表"): the list's name, not a venue.
+            return [(i, {"abstract": b, "collection": blocks[0].lstrip("#").strip()}) for i, b in enumerate(body, 1)]
+        return [(1, {"abstract": "\n".join(body), "title": blocks[0].lstrip("#").strip()})]
+    if suffix == ".txt" and len(blocks) >= 2 and all(len(b) >= 200 for b in blocks):
+        report.warnings.append(f"{report.source}: no header line; read each of its {len(blocks)} paragraphs "
+                               "as one paper")
+        return [(i, {"abstract": b}) for i, b in enumerate(blocks, 1)]
+    return [(1, {"abstract": "\n".join(blocks)})]
+
+
+@dataclass
+class CorpusScan:
+    """Everything read from a set of paths: papers (duplicates folded), per-file reports, problems."""
+
+    papers: list[Paper]
+    files: list[FileReport]
+    problems: list[str]
+    warnings: list[str]
+    duplicates: list[str]
+
+
+def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
+         known_label: LabelLookup | None = None) -> CorpusScan:
+    """Read every supported file under `paths`; the same abstract text appearing twice is kept once."""
+    files, problems = discover(paths)
+    reports = [read_file(f, max_bytes, max_abstract_chars, known_label) for f in files]
+    papers: list[Paper] = []
+    by_id: dict[str, Paper] = {}
+    by_hash: dict[str, Paper] = {}
+    duplicates: list[str] = []
+    for rep in reports:
+        problems.extend(rep.problems)
+        for p in rep.papers:
+            first = by_hash.get(p.content_hash) or by_id.get(p.paper_id)
+            if first is not None:
+                what = "same text as" if first.content_hash == p.content_hash else "same id as"
+                duplicates.append(f"{p.source}#{p.position}: {what} {first.source}#{first.position} "
+                                  f"({first.paper_id}); kept once")
+                continue
+            by_hash[p.content_hash] = p
+            by_id[p.paper_id] = p
+            papers.append(p)
+    warnings = [w for rep in reports for w in rep.warnings]
+    return CorpusScan(papers=papers, files=reports, problems=problems, warnings=warnings, duplicates=duplicates)

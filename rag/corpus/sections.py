@@ -1,0 +1,60 @@
+"""A full text's layout: where each page and section starts in a paper's text, and the page a quote is on.
+
+A paper read from a PDF carries a `layout`: JSON `[[offset, page, section], ...]`, the character offset in the
+paper's text where each (page, section) segment starts. The chunker (rag/index/chunking.py, SectionChunks) never
+crosses a segment, so each chunk has one page and one section; papers without a layout have no pages.
+"""
+
+from __future__ import annotations
+
+import json
+
+PAGE_KEYS = ["page", "section"]
+
+
+def parse_layout(layout: str) -> list[tuple[int, int, str]]:
+    """(offset, page, section) triples, sorted by offset; an empty or damaged layout is no layout."""
+    if not layout:
+        return []
+    try:
+        data = json.loads(layout)
+        return sorted((int(o), int(p), str(s)) for o, p, s in data)
+    except (ValueError, TypeError):
+        return []
+
+
+def segments(text: str, layout: str) -> list[tuple[int, str, str]]:
+    """The paper's text cut at its layout: (page, section, segment text)."""
+    marks = parse_layout(layout)
+    out = []
+    for i, (start, page, section) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
+        piece = text[start:end].strip()
+        if piece:
+            out.append((page, section, piece))
+    return out
+
+
+def abstract_of(text: str, layout: str) -> str:
+    """A paper's abstract: its whole text, or for a full text read from a PDF its first (Abstract) segment."""
+    parts = segments(text, layout)
+    return parts[0][2] if parts else text
+
+
+def page_of(text: str, layout: str, quote: str) -> int | None:
+    """The page a quoted passage of the paper starts on (None without a layout or when it is not found)."""
+    marks = parse_layout(layout)
+    if not marks or not quote:
+        return None
+    first = quote.split(" … ")[0].strip().strip("“”\"")
+    at = text.find(first)
+    if at < 0:
+        at = text.find(first[:60])
+    if at < 0:
+        return None
+    page = marks[0][1]
+    for offset, p, _section in marks:
+        if offset > at:
+            break
+        page = p
+    return page

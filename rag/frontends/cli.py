@@ -1,0 +1,472 @@
+"""`papers`: ingest, ask, cite, list, chat, ui, mcp, serve and eval from the terminal.
+
+Heavy libraries (torch, chromadb, llama-index, gradio) are imported inside the commands that need them, so
+`papers --help` and argument errors are instant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from rag.service import Assistant
+    from rag.schema import Answer
+    from rag.settings import Settings
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Ask questions about paper abstracts and get answers that cite the papers.")
+
+
+_CSI_OSC_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
+                         r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
+_C1_TO_JSON = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
+
+
+def terminal_safe(text: object) -> str:
+    """Text from papers (and LLM replies) as the terminal may show it: escape sequences (colours, window
+    titles, cursor moves) removed, other control characters shown as U+FFFD; newlines and tabs kept.
+
+    Only the output is cleaned: the stored text stays as it was read."""
+    s = str(text)
+    s = _CSI_OSC_RE.sub("", s)
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) != "Cc" else "\ufffd" for ch in s)
+
+
+def _echo(text: object = "", **kwargs: object) -> None:
+    typer.echo(terminal_safe(text), **kwargs)
+
+
+def _json_line(obj: object) -> str:
+    """JSON for a terminal: json escapes C0 control characters itself; C1 ones (U+0080-U+009F, which some
+    terminals obey) are escaped here too."""
+    return json.dumps(obj, ensure_ascii=False, default=str).translate(_C1_TO_JSON)
+
+
+def _report_refused(key: str, text: str, error: Exception, json_out: bool) -> None:
+    """One refused question or query of a batch: a JSON line (`{key: text, "error": ...}`) or an error line."""
+    if json_out:
+        typer.echo(_json_line({key: text, "error": str(error)}))
+    else:
+        _echo(f"error: {error}", err=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    from rag.settings import redact
+
+    typer.echo(f"error: {terminal_safe(redact(message))}", err=True)
+    raise typer.Exit(code)
+
+
+def _settings(**overrides: object) -> Settings:
+    from rag.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except SettingsError as e:
+        _fail(str(e), 2)
+        raise  # unreachable
+
+
+def _assistant(settings: Settings) -> Assistant:
+    from rag.answer.llm import LLMConfigError
+    from rag.service import Assistant
+    from rag.index.store import StoreError
+
+    try:
+        return Assistant(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
+        raise
+    except StoreError as e:
+        _fail(str(e))
+        raise
+
+
+def _print_answer(answer: Answer, body: bool = True) -> None:
+    if body:
+        _echo(answer.answer)
+    if answer.rewritten:
+        _echo(f"(searched for: {answer.rewritten})")
+    if answer.citations:
+        _echo("\nSources:")
+        for c in answer.citations:
+            page = f", p. {c.page}" if c.page else ""
+            _echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
+            if c.title:
+                _echo(f"    {c.reference}")
+            _echo(f"    “{c.quote}”")
+    for u in answer.unsupported:
+        _echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
+    for c in answer.checks:
+        if c.repaired:  # the check re-attributed the sentence: say so next to it
+            _echo(f"↻ citation repaired {c.repaired}: {c.sentence}")
+    if answer.removed_citations:
+        _echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
+    if answer.notice:
+        _echo(f"\nnote: {answer.notice}")
+    total = answer.timings_ms.get("total_ms", 0.0)
+    _echo(f"\n({answer.mode} · {total:.0f} ms)")
+
+
+def _print_checked(answer: Answer) -> None:
+    """After a streamed answer: the checked version when the citation check changed it, then the sources."""
+    # (an extractive fallback was streamed after the reset: it is already on screen)
+    if answer.raw_answer is not None and answer.mode == "llm" and answer.answer.strip() != answer.raw_answer.strip():
+        _echo("\nAfter the citation check:\n" + answer.answer)
+    _print_answer(answer, body=False)
+
+
+@app.command()
+def ingest(
+    paths: Optional[list[Path]] = typer.Argument(None, help="Files or folders (default: PAPERS_CORPUS_PATHS)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Start a new index (the old local store is kept aside)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
+                                            help="Show the progress bar (default: when stderr is a terminal)."),
+) -> None:
+    """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
+    from rag.index.embed import EmbeddingModelError
+    from rag.index.ingest import ingest as run_ingest
+    from rag.index.store import StoreError
+
+    settings = _settings()
+    try:
+        report = run_ingest(settings, paths or None, rebuild=rebuild, progress=progress)
+    except (StoreError, EmbeddingModelError) as e:
+        _fail(str(e))
+        return
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before embedding began: the store is still consistent
+        typer.echo("interrupted; run `papers ingest` again to resume (papers already written are kept)", err=True)
+        raise typer.Exit(130) from None
+    for line in report.problems:
+        _echo(f"skipped: {line}", err=True)
+    for line in report.warnings + report.duplicates:
+        _echo(f"note: {line}", err=True)
+    if json_out:
+        d = {k: v for k, v in report.__dict__.items()}
+        typer.echo(_json_line(d))
+    else:
+        typer.echo(f"{report.papers_seen} papers read; {len(report.added)} added, {len(report.reembedded)} "
+                   f"re-embedded, {len(report.relocated)} moved, {len(report.removed)} removed, "
+                   f"{report.unchanged} unchanged; {report.chunks_embedded} chunks embedded; "
+                   f"{report.total_papers} papers indexed ({report.seconds:.1f} s)")
+        if report.moved_aside:
+            typer.echo(f"the previous store was moved to {report.moved_aside}")
+    if report.interrupted:
+        typer.echo(f"interrupted: {report.not_embedded} papers not embedded yet; run `papers ingest` again "
+                   "to resume", err=True)
+        raise typer.Exit(130)
+    if report.problems and not report.papers_seen:
+        raise typer.Exit(1)
+
+
+def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamEvent
+    """Print tokens as they arrive; on a mid-answer LLM failure, start the fallback answer on a new line."""
+    answer = None
+    for event in events:
+        if event.kind == "token":
+            _echo(event.text, nl=False)
+        elif event.kind == "reset":
+            _echo(f"\n[{event.text or 'the LLM failed mid-answer; falling back'}]")
+        elif event.kind == "final":
+            answer = event.answer
+    typer.echo("")
+    assert answer is not None
+    return answer
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question, or - to read one question per line from stdin."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per answer."),
+    stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto (default PAPERS_ANSWER_MODE)."),
+    paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
+) -> None:
+    """Answer a question from the indexed abstracts, citing the papers."""
+    from rag.errors import QuestionError
+    from rag.index.store import StoreError
+
+    settings = _settings()
+    assistant = _assistant(settings)
+    questions = [line for line in sys.stdin.read().splitlines() if line.strip()] if question == "-" else [question]
+    failed = False
+    for q in questions:
+        try:
+            if stream and not json_out:
+                answer = _stream_to_terminal(assistant.stream(q, k=k, paper_ids=paper, mode=mode))
+                _print_checked(answer)
+                continue
+            answer = assistant.ask(q, k=k, paper_ids=paper, mode=mode)
+        except QuestionError as e:
+            failed = True
+            _report_refused("question", q, e, json_out)
+            continue
+        except StoreError as e:
+            _fail(str(e))
+        if json_out:
+            typer.echo(_json_line(answer.to_dict()))
+        else:
+            if len(questions) > 1:
+                _echo(f"Q: {q}")
+            _print_answer(answer)
+            if len(questions) > 1:
+                typer.echo("")
+    if failed and len(questions) == 1:
+        raise typer.Exit(2)
+
+
+@app.command()
+def cite(
+    query: str = typer.Argument(..., help="A method name, claim or topic, or - to read one query per line from stdin."),
+    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per query."),
+    fmt: Optional[str] = typer.Option(None, "--format",
+                                      help="Print the matching papers as references: bibtex, ris or text."),
+) -> None:
+    """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
+    from rag.errors import QuestionError
+    from rag.index.store import StoreError
+
+    if fmt is not None and fmt not in REFERENCE_FORMATS:
+        _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
+    assistant = _assistant(_settings())
+    queries = [line for line in sys.stdin.read().splitlines() if line.strip()] if query == "-" else [query]
+    failed = False
+    for q in queries:
+        try:
+            hits = assistant.cite(q, k=k)
+        except QuestionError as e:
+            failed = True
+            _report_refused("query", q, e, json_out)
+            continue
+        except StoreError as e:
+            _fail(str(e))
+            return
+        if fmt is not None:
+            _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
+            continue
+        if json_out:
+            from rag.corpus.references import paper_fields
+
+            entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
+            results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
+                                     if h.paper_id in entries else {}) for h in hits]
+            typer.echo(_json_line({"query": q, "results": results}))
+            continue
+        if len(queries) > 1:
+            _echo(f"Q: {q}")
+        for i, h in enumerate(hits, 1):
+            _echo(f"{i}. {h.label} — id {h.paper_id} — {h.source}#{h.position} ({h.strength} match)")
+            _echo(f"   “{h.sentence}”")
+            _echo(f"   ref: {h.reference}")
+        if len(queries) > 1:
+            _echo("")
+    if failed and len(queries) == 1:
+        raise typer.Exit(2)
+
+
+REFERENCE_FORMATS = ("bibtex", "ris", "text")
+
+
+def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
+    """Papers (in the given order) as BibTeX, RIS or a plain-text reference list."""
+    from rag.corpus.references import catalog_records, to_bibtex, to_ris, to_text
+
+    records = catalog_records(assistant.retriever.store, paper_ids)
+    return {"bibtex": to_bibtex, "ris": to_ris, "text": to_text}[fmt](records)
+
+
+@app.command("list")
+def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line."),
+                fmt: Optional[str] = typer.Option(None, "--format",
+                                                  help="Print every paper as a reference: bibtex, ris or text.")
+                ) -> None:
+    """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
+    from rag.index.store import StoreError
+
+    if fmt is not None and fmt not in REFERENCE_FORMATS:
+        _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
+    assistant = _assistant(_settings())
+    try:
+        papers = assistant.papers()
+    except StoreError as e:
+        _fail(str(e))
+        return
+    if fmt is not None:
+        _echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
+        return
+    from rag.corpus.sections import abstract_of
+
+    for e in papers:
+        abstract = abstract_of(e.text, e.layout)  # a PDF's text is the whole paper
+        if json_out:
+            typer.echo(_json_line({"paper_id": e.paper_id, "label": e.label, "source": e.source,
+                                   "position": e.position, "title": e.title, "abstract": abstract,
+                                   "authors": e.authors, "year": e.year, "venue": e.venue, "doi": e.doi,
+                                   "arxiv": e.arxiv, "url": e.url, "key": e.key, "collection": e.collection,
+                                   "full_text": bool(e.layout)}))
+        else:
+            _echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
+            described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
+                                               f"doi:{e.doi}" if e.doi else e.url) if p)
+            if described:
+                _echo(f"    {described}")
+            _echo(f"    {abstract[:160]}{'…' if len(abstract) > 160 else ''}")
+
+
+@app.command()
+def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
+         mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
+    """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
+    from rag.answer.conversation import Conversation
+    from rag.errors import QuestionError
+
+    conversation = Conversation(_assistant(_settings()))
+    typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
+    while True:
+        try:
+            q = input("\n> ")
+        except (EOFError, KeyboardInterrupt):
+            typer.echo("")
+            break
+        if not q.strip():
+            break
+        try:
+            answer = _stream_to_terminal(conversation.stream(q, k=k, mode=mode))
+            _print_checked(answer)
+        except QuestionError as e:
+            _echo(f"error: {e}")
+
+
+@app.command()
+def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs no re-embedding.")) -> None:
+    """Check that the store, its catalog and the local index agree; say how to fix each problem."""
+    from rag.index.doctor import diagnose
+    from rag.index.doctor import repair as run_repair
+    from rag.index.store import StoreError
+
+    settings = _settings()
+    checkup = diagnose(settings)
+    _echo(f"store: {checkup.summary}")
+    if repair and any(f.repairable for f in checkup.findings):
+        from rag.index.store import writer_lock
+
+        try:
+            with writer_lock(settings):  # repairs write: not under a running UI or ingest
+                for line in run_repair(settings, checkup):
+                    _echo(f"repaired: {line}")
+        except StoreError as e:
+            _fail(str(e))
+        checkup = diagnose(settings)
+    for f in checkup.findings:
+        _echo(f.line())
+    if checkup.findings:
+        raise typer.Exit(1)
+    _echo("no problems found")
+
+
+@app.command()
+def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_UI_HOST, 127.0.0.1)."),
+       port: Optional[int] = typer.Option(None, help="Port (default PAPERS_UI_PORT, 7860).")) -> None:
+    """Start the web UI: streaming cited chat, evidence panel, citation lookup, paper browser."""
+    settings = _settings(ui_host=host, ui_port=port)
+    from rag.answer.llm import LLMConfigError, check_llm_settings
+
+    try:
+        check_llm_settings(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
+    from ui.app import launch
+
+    typer.echo(f"Paper Q&A UI on http://{settings.ui_host}:{settings.ui_port} (Ctrl-C to stop)")
+    launch(settings)
+
+
+@app.command()
+def mcp(http: bool = typer.Option(False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
+                                                        "stdio (host PAPERS_MCP_HOST, 127.0.0.1)."),
+        port: Optional[int] = typer.Option(None, help="Port with --http (default PAPERS_MCP_PORT, 8765).")) -> None:
+    """MCP server (Claude Desktop, Cursor, ...): tools ask, cite, list_papers, get_paper; papers:// resources."""
+    settings = _settings(mcp_port=port)
+    _check_llm(settings)
+    from rag.frontends.mcp_server import run
+
+    if http:  # stdout is the protocol channel in stdio mode: print nothing there
+        typer.echo(f"MCP server on http://{settings.mcp_host}:{settings.mcp_port}/mcp (Ctrl-C to stop)", err=True)
+    run(settings, http=http)
+
+
+@app.command()
+def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_SERVE_HOST, 127.0.0.1)."),
+          port: Optional[int] = typer.Option(None, help="Port (default PAPERS_SERVE_PORT, 8000).")) -> None:
+    """OpenAI-compatible endpoint: POST /v1/chat/completions (streaming or not), GET /v1/models."""
+    settings = _settings(serve_host=host, serve_port=port)
+    _check_llm(settings)
+    from rag.frontends.openai_api import run
+
+    if not settings.serve_api_key and settings.serve_host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: {settings.serve_host} is reachable from the network and PAPERS_SERVE_API_KEY is not "
+                   "set: anyone who can connect can use this endpoint", err=True)
+    auth = "Bearer token required" if settings.serve_api_key else "no auth (set PAPERS_SERVE_API_KEY to require one)"
+    typer.echo(f"OpenAI-compatible API on http://{settings.serve_host}:{settings.serve_port}/v1 ({auth}; "
+               "Ctrl-C to stop)", err=True)
+    run(settings)
+
+
+def _check_llm(settings: Settings) -> None:
+    from rag.answer.llm import LLMConfigError, check_llm_settings
+
+    try:
+        check_llm_settings(settings)
+    except LLMConfigError as e:
+        _fail(f"configuration: {e}", 2)
+
+
+PLUGIN_GROUP = "papers_qa.commands"
+
+
+def _register_plugins() -> None:
+    """Commands other packages add to `papers`: each entry point of the group `papers_qa.commands` is a
+    function given the typer app. The evaluation harness adds `papers eval` this way (eval/cli.py), so the
+    product never imports it; a plugin that fails to load is reported, and the other commands still work."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            ep.load()(app)
+        except Exception as e:  # a broken plugin must not take the whole CLI down
+            typer.echo(terminal_safe(f"warning: command plugin {ep.name!r} not loaded: {e}"), err=True)
+
+
+_register_plugins()
+
+
+def main() -> None:
+    """Entry point: an unexpected failure is one line on stderr (PAPERS_DEBUG=1 shows the traceback)."""
+    try:
+        app()
+    except Exception as e:  # the last line of defence: users see a message, not a stack trace
+        if os.environ.get("PAPERS_DEBUG"):
+            raise
+        from rag.settings import redact
+
+        typer.echo(terminal_safe(redact(f"error: {type(e).__name__}: {e} (set PAPERS_DEBUG=1 for the traceback)")),
+                   err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""`papers mcp`: the assistant as an MCP server (official `mcp` SDK), for Claude Desktop, Cursor and other clients.
+
+Tools: `ask` (answer + citations), `cite` (citation lookup), `list_papers`, `get_paper` (abstract + metadata), each
+with a JSON schema for its input and a structured output; every paper is a resource `papers://{paper_id}`.
+Failures (empty question, no index yet, unknown paper id) are MCP tool errors carrying the CLI's message.
+stdio by default; streamable HTTP (`--http`) binds 127.0.0.1 unless PAPERS_MCP_HOST says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import quote, unquote
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp_types import CallToolResult, Resource, TextContent
+from pydantic import BaseModel, Field
+
+from rag import prompts
+from rag.frontends.common import AssistantHolder, Unavailable, citation_dicts, markdown_safe, with_references
+
+if TYPE_CHECKING:
+    from rag.service import Assistant
+    from rag.settings import Settings
+    from rag.index.store import CatalogEntry
+
+URI_PREFIX = "papers://"
+
+
+class CitationOut(BaseModel):
+    """What `[n]` in the answer points to."""
+
+    n: int
+    paper_id: str
+    label: str
+    title: str
+    quote: str = Field(description="The sentence(s) of the paper's abstract that support the answer.")
+    source: str
+    position: int
+    reference: str
+    url: str
+
+
+class AskOut(BaseModel):
+    answer: str = Field(description="The checked answer with [n] citation markers.")
+    abstained: bool = Field(description="True when the abstracts do not contain the answer.")
+    mode: str = Field(description="'extractive' (quotes) or 'llm' (generated, then citation-checked).")
+    citations: list[CitationOut]
+    unsupported: list[str] = Field(description="Answer sentences the citation check could not trace to a source.")
+    notice: str | None = Field(None, description="Why the LLM was not used, when it was configured but failed.")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="Where the time went (as `papers ask "
+                                                                         "--json` reports it).")
+
+
+class CiteHit(BaseModel):
+    paper_id: str
+    label: str
+    title: str
+    sentence: str = Field(description="The abstract's sentence that best matches the query.")
+    score: float
+    source: str
+    position: int
+    reference: str
+
+
+class CiteOut(BaseModel):
+    query: str
+    results: list[CiteHit]
+
+
+class PaperSummary(BaseModel):
+    paper_id: str
+    label: str
+    title: str
+    authors: str
+    year: str
+    venue: str
+    url: str
+    source: str
+    position: int
+    uri: str = Field(description="The paper's MCP resource.")
+
+
+class PaperList(BaseModel):
+    total: int = Field(description="Papers in the index.")
+    papers: list[PaperSummary]
+
+
+class PaperOut(PaperSummary):
+    abstract: str
+
+
+def _structured(out: BaseModel) -> CallToolResult:
+    """Structured content, and the same as JSON text for clients that read only text."""
+    return CallToolResult(content=[TextContent(type="text", text=out.model_dump_json(indent=1))],
+                          structured_content=out.model_dump(mode="json"))
+
+
+def paper_uri(paper_id: str) -> str:
+    return URI_PREFIX + quote(paper_id, safe="")
+
+
+def _summary(e: CatalogEntry) -> dict[str, Any]:
+    return {"paper_id": e.paper_id, "label": e.label, "title": e.title, "authors": e.authors, "year": e.year,
+            "venue": e.venue, "url": e.url, "source": e.source, "position": e.position, "uri": paper_uri(e.paper_id)}
+
+
+def paper_markdown(e: CatalogEntry) -> str:
+    """A paper resource's text: title, metadata lines, abstract."""
+    lines = [f"# {e.title or e.label}", "", f"- id: {e.paper_id}", f"- label: {e.label}"]
+    lines += [f"- {name}: {value}" for name, value in (("authors", e.authors), ("venue", e.venue),
+                                                       ("year", e.year), ("url", e.url)) if value]
+    lines += [f"- source: {e.source}#{e.position}", "", e.text]
+    return "\n".join(lines)
+
+
+def _failed(message: str) -> CallToolResult:
+    """A tool error with exactly the CLI's message (raising would prefix it with the SDK's own words)."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+class PapersMCP(MCPServer):
+    """The MCP server; `list_resources` lists the papers indexed now (a new ingest shows without a restart)."""
+
+    def __init__(self, holder: AssistantHolder) -> None:
+        super().__init__("papers", instructions=prompts.MCP_INSTRUCTIONS, log_level="WARNING")
+        self.holder = holder
+
+    async def list_resources(self) -> list[Resource]:
+        import anyio.to_thread
+
+        try:
+            papers = await anyio.to_thread.run_sync(lambda: self.holder.get().papers())
+        except Unavailable:
+            papers = []  # no index yet: nothing to list (the tools say why)
+        listed = [Resource(uri=paper_uri(e.paper_id), name=e.label, title=e.title or e.label,
+                           description=f"Abstract and metadata of {e.label} ({e.source}#{e.position})",
+                           mime_type="text/markdown") for e in papers]
+        return listed + await super().list_resources()
+
+
+def build_server(settings: Settings, assistant: Assistant | None = None) -> PapersMCP:
+    """The MCP server with its tools and resources, answering with `assistant` (made on first use if None)."""
+    from rag.errors import QuestionError
+
+    holder = AssistantHolder(settings, assistant)
+    server = PapersMCP(holder)
+
+    @server.tool(description=prompts.TOOL_DESCRIPTION)
+    def ask(question: Annotated[str, Field(description="The question about the papers.")],
+            k: Annotated[int | None, Field(ge=1, le=50, description="Papers to retrieve (default 5).")] = None,
+            paper_ids: Annotated[list[str] | None, Field(description="Answer only from these papers.")] = None,
+            mode: Annotated[Literal["auto", "extractive", "llm"] | None,
+                            Field(description="Answer mode (default: the server's setting).")] = None,
+            ) -> Annotated[CallToolResult, AskOut]:
+        try:
+            assistant = holder.get()
+            answer = assistant.ask(question, k=k, paper_ids=paper_ids, mode=mode)
+        except (QuestionError, Unavailable) as e:
+            return _failed(str(e))
+        out = AskOut(answer=answer.answer, abstained=answer.abstained, mode=answer.mode,
+                     citations=citation_dicts(assistant, answer),
+                     unsupported=[u["sentence"] for u in answer.unsupported], notice=answer.notice,
+                     timings_ms={k: round(v, 1) for k, v in answer.timings_ms.items()})
+        # The text is what hosts show and models repeat: active Markdown from paper text is neutralised there.
+        return CallToolResult(content=[TextContent(type="text", text=markdown_safe(with_references(answer)))],
+                              structured_content=out.model_dump(mode="json"))
+
+    @server.tool(description="Citation lookup: the papers that match a method name, claim or topic, best first, "
+                             "each with its best-matching sentence and a reference line.")
+    def cite(query: Annotated[str, Field(description="A method name, claim or topic.")],
+             k: Annotated[int | None, Field(ge=1, le=50, description="How many papers (default 5).")] = None,
+             ) -> Annotated[CallToolResult, CiteOut]:
+        try:
+            assistant = holder.get()
+            hits = assistant.cite(query, k=k)
+        except (QuestionError, Unavailable) as e:
+            return _failed(str(e))
+        results = []
+        for h in hits:
+            entry = holder.paper(h.paper_id)
+            results.append(CiteHit(paper_id=h.paper_id, label=h.label, title=entry.title if entry else "",
+                                   sentence=h.sentence, score=h.score, source=h.source, position=h.position,
+                                   reference=h.reference))
+        return _structured(CiteOut(query=query, results=results))
+
+    @server.tool(description="The indexed papers (id, label, title, authors, year, source), in source order.")
+    def list_papers(limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 200,
+                    offset: Annotated[int, Field(ge=0, description="Skip this many first.")] = 0,
+                    ) -> Annotated[CallToolResult, PaperList]:
+        try:
+            papers = holder.get().papers()
+        except Unavailable as e:
+            return _failed(str(e))
+        return _structured(PaperList(total=len(papers),
+                                     papers=[PaperSummary(**_summary(e)) for e in papers[offset:offset + limit]]))
+
+    @server.tool(description="One paper's abstract and metadata, by its paper id (from list_papers, cite or ask).")
+    def get_paper(paper_id: Annotated[str, Field(description="The paper id.")]) -> Annotated[CallToolResult, PaperOut]:
+        try:
+            entry = holder.paper(paper_id)
+        except Unavailable as e:
+            return _failed(str(e))
+        if entry is None:
+            return _failed(prompts.UNKNOWN_PAPER.format(paper_id=paper_id))
+        return _structured(PaperOut(**_summary(entry), abstract=entry.text))
+
+    @server.resource(URI_PREFIX + "{paper_id}", name="paper", mime_type="text/markdown",
+                     description="A paper's abstract and metadata.")
+    def paper_resource(paper_id: str) -> str:
+        try:
+            entry = holder.paper(unquote(paper_id))
+        except Unavailable as e:
+            raise ResourceNotFoundError(str(e)) from None
+        if entry is None:
+            raise ResourceNotFoundError(prompts.UNKNOWN_PAPER.format(paper_id=unquote(paper_id)))
+        return paper_markdown(entry)
+
+    return server
+
+
+def run(settings: Settings, http: bool = False, port: int | None = None) -> None:
+    """Serve over stdio, or over streamable HTTP at http://HOST:PORT/mcp."""
+    server = build_server(settings)
+    server.holder.warm_up_in_background()
+    if http:
+        server.run("streamable-http", host=settings.mcp_host, port=port or settings.mcp_port)
+    else:
+        server.run()

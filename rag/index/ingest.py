@@ -1,0 +1,450 @@
+"""Incremental ingestion: corpus files -> sentence-whole chunks -> embeddings -> Chroma, then the BM25 index.
+
+Only what changed is embedded: papers are diffed against the store's catalog by content hash. Papers from
+files that disappeared (under the paths being ingested) are removed; papers from files that could not be read
+are kept. Work is written in batches, chunks before catalog records, so a killed ingest resumes where it
+stopped and never leaves a paper twice.
+
+The store's version is committed last (see rag/index/store.py): an ingest marks the store pending before writing,
+publishes the local index for the new version, then commits. An ingest that finds the store pending (the
+last one was killed) checks every paper's chunks against the catalog and rebuilds the local index from the
+store instead of deriving it, so nothing a killed ingest wrote is ever served stale.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag.corpus.scan import Paper, scan
+from rag.settings import Settings
+from rag.index.chunking import SectionChunks, WholeSentenceChunker
+from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
+from rag.index.localindex import (committed_index, ensure_local_index, heading, probe_ids, publish_full_index,
+                                  remove_other_versions, update_local_index)
+from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, writer_lock
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.schema import BaseNode, Document
+
+
+SPLITTER_VERSION = "w1"
+LABELS_VERSION = "l2"  # bump when the label extractor changes: untitled papers' labels are in the embedded text
+EMBED_TEXT_VERSION = "t1"  # bump when what a chunk is embedded as changes (t1: title, or label when untitled)
+ROWS_PER_WRITE = 256  # chunks per Chroma add: its GIL-holding call is kept short so embedding goes on meanwhile
+CHUNK_META_KEYS = ("paper_id", "label", "source", "position", "heading")
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did; the CLI prints it and tests assert on it."""
+
+    papers_seen: int = 0
+    added: list[str] = field(default_factory=list)
+    reembedded: list[str] = field(default_factory=list)
+    relocated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    chunks_embedded: int = 0
+    total_papers: int = 0
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    repaired: int = 0
+    moved_aside: str | None = None
+    seconds: float = 0.0
+    embed_runtime: str = ""  # the runtime record of the vectors written (see rag.index.embed.runtime_id)
+    embed_engine: str = ""  # what really computed them: torch-bf16, onnx, onnx-int8 or torch
+    interrupted: bool = False  # Ctrl-C: the papers in `not_embedded` are left for the next ingest
+    not_embedded: int = 0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase (see _embed_and_write)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.reembedded or self.relocated or self.removed or self.repaired)
+
+
+def chunking_key(settings: Settings) -> str:
+    """Identifies how chunks were cut and labelled; a paper chunked or labelled differently is re-embedded."""
+    return f"{settings.chunk_tokens}:{SPLITTER_VERSION}:{LABELS_VERSION}:{EMBED_TEXT_VERSION}"
+
+
+def make_document(paper: Paper) -> Document:
+    """A llama-index Document whose embedded and keyword-indexed text starts with the paper's heading: its
+    title, or its (generated) label when it has none, so generated labels never shape a titled paper's vectors."""
+    from llama_index.core.schema import Document
+
+    return Document(
+        id_=paper.paper_id,
+        text=paper.text,
+        metadata={"paper_id": paper.paper_id, "label": paper.label, "source": paper.source,
+                  "position": paper.position, "content_hash": paper.content_hash,
+                  "heading": heading(paper.title, paper.label)},
+        excluded_embed_metadata_keys=["paper_id", "label", "source", "position", "content_hash"],
+        excluded_llm_metadata_keys=["paper_id", "label", "source", "position", "content_hash"],
+        metadata_template="{value}",
+        text_template="{metadata_str}: {content}",
+    )
+
+
+def make_splitter(settings: Settings):  # noqa: ANN201 - a llama-index NodeParser
+    """The chunker used at ingest: whole sentences grouped up to settings.chunk_tokens."""
+    return WholeSentenceChunker(chunk_tokens=settings.chunk_tokens, include_prev_next_rel=False)
+
+
+def _source_key(path: str) -> str:
+    """Where a file really is: sources are compared by resolved absolute path."""
+    return str(Path(path).resolve())
+
+
+def _under(key: str, roots: list[str]) -> bool:
+    return any(key == r or key.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool = False,
+           embedder: BaseEmbedding | None = None, progress: bool | None = None) -> IngestReport:
+    """Bring the index in line with the files under `paths` (default: settings.corpus_paths)."""
+    with writer_lock(settings):
+        return _ingest(settings, paths, rebuild=rebuild, embedder=embedder, progress=progress)
+
+
+def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embedder: BaseEmbedding | None,
+            progress: bool | None) -> IngestReport:
+    t0 = time.perf_counter()
+    paths = list(paths or settings.corpus_paths)
+    report = IngestReport()
+    if rebuild:
+        report.moved_aside = Store.destroy(settings)
+    store = Store.open(settings, create=True)
+    report.phases["open_store_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    previous_version = store.version
+    interrupted = bool(store.pending)  # the previous ingest stopped before its commit
+    # The committed version's local index holds the catalog as committed (and the rows it derives the next
+    # index from): read from Chroma only when there is none that matches the store.
+    previous = committed_index(settings, store)
+    # A damaged vector index is reported (with the way out), never declared "unchanged". The probe reads vectors
+    # by the ids the index names (see Store.check_vectors); an index naming ids the store lacks is not used.
+    if not store.check_vectors(sample=probe_ids(previous) if previous is not None else None):
+        previous = None
+    catalog = dict(previous.papers) if previous is not None else store.catalog(with_text=False)
+    report.phases["catalog_s"] = time.perf_counter() - t
+    chunking = chunking_key(settings)
+    labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
+    t = time.perf_counter()
+    found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
+                 known_label=lambda content_hash, title: labels.get((content_hash, title)))
+    report.phases["scan_s"] = time.perf_counter() - t
+    report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
+    report.papers_seen = len(found.papers)
+
+    # Diff the scan against the catalog.
+    to_embed: list[Paper] = []
+    relocate: list[Paper] = []
+    for p in found.papers:
+        old = catalog.get(p.paper_id)
+        if old is None:
+            to_embed.append(p)
+            report.added.append(p.paper_id)
+        elif old.content_hash != p.content_hash or old.label != p.label or old.title != p.title \
+                or old.chunking != chunking or old.n_chunks == 0 or old.layout != p.layout:
+            to_embed.append(p)
+            report.reembedded.append(p.paper_id)
+        elif (old.source, old.position, old.title, old.url, old.authors, old.venue, old.year) != \
+                (p.source, p.position, p.title, p.url, p.authors, p.venue, p.year) or _metadata_changed(old, p):
+            relocate.append(p)
+            report.relocated.append(p.paper_id)
+        else:
+            report.unchanged += 1
+
+    # Removal: indexed papers from files under the ingested paths that are gone or no longer hold them.
+    # Files that could not be read keep their papers: a damaged file must not empty the index. In a file with
+    # some bad lines, only a paper indexed from one of those lines is kept (what the line holds now is unknown);
+    # the good lines are current, so an edited paper's old version goes.
+    roots = [_source_key(str(p)) for p in paths]
+    seen_ids = {p.paper_id for p in found.papers}
+    unreadable = {_source_key(str(r.path)) for r in found.files if r.failed}
+    bad_at = {_source_key(str(r.path)): r.bad_positions for r in found.files if r.bad_positions}
+    report.removed = [pid for pid, e in catalog.items()
+                      if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable
+                      and e.position not in bad_at.get(e.source_key, ())]
+
+    # Repair after an interrupted ingest: chunks whose paper has no catalog record, records whose chunks are
+    # missing, too many, or cut from another version of the text.
+    repairing = interrupted or store.chunks.count() != sum(e.n_chunks for e in catalog.values())
+    work = report.changed or repairing or not store.version
+    target = store.begin_update() if work else ""
+    if work and settings.chroma_host:
+        # Serving processes re-read the store's state every VERSION_CHECK_S: once they have seen the pending
+        # marker they search their own index version only, so no question meets a half-written store.
+        time.sleep(VERSION_CHECK_S + 0.5)
+    if repairing:
+        stored = store.chunk_summary()
+        orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]
+        store.delete_chunks_of(orphans)
+        report.repaired = len(orphans)
+        for p in found.papers:
+            e = catalog.get(p.paper_id)
+            n, hashes = stored.get(p.paper_id, (0, set()))
+            if e is not None and (n != e.n_chunks or hashes - {"", e.content_hash}) and p not in to_embed:
+                to_embed.append(p)
+                report.reembedded.append(p.paper_id)
+                if p in relocate:
+                    relocate.remove(p)
+                    report.relocated.remove(p.paper_id)
+                else:
+                    report.unchanged -= 1
+
+    if report.removed:
+        store.delete_papers(report.removed)
+    if relocate:
+        _rewrite_metadata(store, relocate, chunking)
+    if to_embed:
+        if embedder is None:  # loaded only when something needs embedding: a no-op ingest stays fast
+            t = time.perf_counter()
+            embedder = ingest_embedder_for(settings)
+            report.phases["load_model_s"] = time.perf_counter() - t
+        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress, report)
+
+    ensure_onnx(settings)  # the fast query path; exported once, next to the store
+
+    t_local = time.perf_counter()
+    if work:  # the new version's local index is published first; the commit then switches readers to it
+        if report.changed and not repairing:  # only the touched papers' chunks are read back
+            update_local_index(settings, store, previous_version,
+                               set(report.added) | set(report.reembedded) | set(report.removed),
+                               set(report.relocated), version=target, previous=previous)
+        else:
+            publish_full_index(settings, store, target)
+        store.commit(target)
+        remove_other_versions(settings, keep={target, previous_version})
+    else:
+        ensure_local_index(settings, store, load=False)
+    report.phases["local_index_s"] = time.perf_counter() - t_local
+    report.total_papers = store.papers.count()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:
+    return CatalogEntry(
+        paper_id=p.paper_id, content_hash=p.content_hash, label=p.label, source=p.source,
+        source_key=_source_key(p.source), position=p.position, n_chunks=n_chunks, chunking=chunking,
+        title=p.title, url=p.url, authors=p.authors, venue=p.venue, year=p.year, text=p.text,
+        **{f: getattr(p, f) for f in METADATA_FIELDS},
+    )
+
+
+METADATA_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
+
+
+def _metadata_changed(old: CatalogEntry, p: Paper) -> bool:
+    """Bibliographic fields (rag/corpus/readers/) differ: the records are rewritten, the vectors kept."""
+    return any(getattr(old, f) != getattr(p, f) for f in METADATA_FIELDS)
+
+
+def _mean_vector(vectors: list[list[float]]) -> list[float]:
+    import numpy as np
+
+    m = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
+    n = float(np.linalg.norm(m)) or 1.0
+    return (m / n).tolist()
+
+
+def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embedder: BaseEmbedding,
+                     chunking: str, progress: bool | None, report: IngestReport | None = None) -> int:
+    """Chunk, embed and store papers in batches: old chunks out, new chunks in, then catalog records.
+
+    Embedding runs on a worker thread (onnxruntime and torch release the GIL while they compute) while this
+    thread writes the previous batch to Chroma, in short adds so the worker is not held up for long. Ctrl-C
+    stops the worker after its current model call; the batch it was on is abandoned (nothing of it is written),
+    the batches already embedded are written, and the next ingest embeds the rest.
+    """
+    import queue
+    import threading
+
+    from tqdm.auto import tqdm
+
+
+    report = report if report is not None else IngestReport()
+    runtime, engine = embedder_runtime(embedder, settings), embedder_engine(embedder)
+    store.claim_runtime(runtime, engine)
+    report.embed_runtime, report.embed_engine = runtime, engine
+    phases = {"chunk_s": 0.0, "tokenize_s": 0.0, "embed_s": 0.0, "write_chunks_s": 0.0, "write_catalog_s": 0.0}
+    splitter = make_splitter(settings)
+    stop = threading.Event()
+    handed: queue.Queue = queue.Queue(maxsize=1)  # one embedded batch waits while the next is embedded
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr,
+               dynamic_ncols=True, smoothing=0.1)
+    lock = threading.Lock()
+    started = time.perf_counter()
+    counts = {"chunks": 0, "papers": 0.0}
+    failure: list[BaseException] = []
+
+    def advance(papers_done: float, chunks_done: int) -> None:
+        with lock:
+            counts["papers"] += papers_done
+            counts["chunks"] += chunks_done
+            bar.update(int(counts["papers"]) - bar.n)
+            rate = counts["chunks"] / max(1e-9, time.perf_counter() - started)
+            bar.set_postfix_str(f"{rate:.0f} chunks/s", refresh=False)
+
+    def worker() -> None:
+        try:
+            per_batch = settings.ingest_batch_papers
+            for i in range(0, len(papers), per_batch):
+                batch = papers[i:i + per_batch]
+                t = time.perf_counter()
+                nodes = splitter.get_nodes_from_documents([make_document(p) for p in batch])
+                nodes = SectionChunks.for_papers(batch, settings.chunk_tokens)(nodes)  # a PDF's pages and sections
+                phases["chunk_s"] += time.perf_counter() - t
+                vectors = _embed_nodes(embedder, nodes, settings.embed_batch_size, stop, phases,
+                                       lambda share, n, size=len(batch): advance(size * share, n))
+                if vectors is None:  # stopped: this batch is abandoned
+                    return
+                handed.put((batch, nodes, vectors))
+        except BaseException as e:  # noqa: BLE001 - handed to the writer, which re-raises it
+            failure.append(e)
+        finally:
+            handed.put(None)
+
+    embedded = committed = 0
+    with _stop_on_sigint(stop):
+        thread = threading.Thread(target=worker, name="embed", daemon=True)
+        thread.start()
+        try:
+            while (item := handed.get()) is not None:
+                batch, nodes, vectors = item
+                embedded += _write_batch(store, batch, nodes, vectors, chunking, phases)
+                committed += len(batch)
+        finally:
+            stop.set()  # on an error here, the worker stops too
+            while thread.is_alive():
+                try:
+                    handed.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            bar.close()
+    if failure:
+        raise failure[0]
+    if getattr(stop, "by_signal", False):
+        report.interrupted, report.not_embedded = True, len(papers) - committed
+    for k, v in phases.items():
+        report.phases[k] = report.phases.get(k, 0.0) + v
+    report.phases["embed_and_write_s"] = time.perf_counter() - started
+    return embedded
+
+
+def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int, stop: object,
+                 phases: dict[str, float], advance) -> object:  # noqa: ANN001 - numpy array or None
+    """Vectors of the nodes' embedded texts, in node order, or None when `stop` was set meanwhile.
+
+    Texts are sorted by length and batched, so each batch is padded only to its own longest text (the ONNX
+    embedder sorts by token count; others by characters, through their own batch call)."""
+    import numpy as np
+    from llama_index.core.schema import MetadataMode
+
+    texts = [n.get_content(MetadataMode.EMBED) for n in nodes]
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    t = time.perf_counter()
+    if hasattr(embedder, "encode_ids"):
+        ids = embedder.encode_ids(texts)
+        key = [len(i) for i in ids]
+        run = lambda rows: embedder.run_batch([ids[r] for r in rows])  # noqa: E731
+    else:
+        key = [len(x) for x in texts]
+        run = lambda rows: np.asarray(embedder.get_text_embedding_batch([texts[r] for r in rows]))  # noqa: E731
+    phases["tokenize_s"] += time.perf_counter() - t
+    order = sorted(range(len(texts)), key=key.__getitem__)
+    out = None
+    for start in range(0, len(order), batch_size):
+        if stop.is_set():
+            return None
+        rows = order[start:start + batch_size]
+        t = time.perf_counter()
+        vecs = np.asarray(run(rows), dtype=np.float32)
+        phases["embed_s"] += time.perf_counter() - t
+        if out is None:
+            out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+        out[rows] = vecs
+        advance(len(rows) / len(texts), len(rows))
+    return out
+
+
+def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vectors: object, chunking: str,
+                 phases: dict[str, float]) -> int:
+    """Replace the batch's papers in the store: old chunks out, new chunks in, catalog records last."""
+    t = time.perf_counter()
+    store.delete_chunks_of([p.paper_id for p in batch])
+    by_paper: dict[str, list[list[float]]] = {}
+    for n, v in zip(nodes, vectors):
+        n.embedding = v.tolist()
+        by_paper.setdefault(n.metadata["paper_id"], []).append(n.embedding)
+    for i in range(0, len(nodes), ROWS_PER_WRITE):
+        store.vector_store.add(nodes[i:i + ROWS_PER_WRITE])
+    phases["write_chunks_s"] += time.perf_counter() - t
+    t = time.perf_counter()
+    store.write_catalog([_entry(p, len(by_paper[p.paper_id]), chunking) for p in batch],
+                        [_mean_vector(by_paper[p.paper_id]) for p in batch])
+    phases["write_catalog_s"] += time.perf_counter() - t
+    return len(nodes)
+
+
+class _stop_on_sigint:  # noqa: N801 - used as a context manager
+    """While embedding: the first Ctrl-C asks the worker to stop after its current model call (the CLI then says
+    how to resume); a second one interrupts at once (still safe: catalog records follow their chunks)."""
+
+    def __init__(self, stop: object) -> None:
+        self.stop = stop
+        self.previous = None
+
+    def __enter__(self) -> _stop_on_sigint:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum: int, frame: object) -> None:
+                if self.stop.is_set():
+                    raise KeyboardInterrupt
+                self.stop.by_signal = True
+                self.stop.set()
+                print("\nstopping after the current batch (Ctrl-C again to stop at once)...", file=sys.stderr)
+
+            self.previous = signal.signal(signal.SIGINT, handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _rewrite_metadata(store: Store, papers: list[Paper], chunking: str) -> None:
+    """A paper that only moved (new source or position) keeps its vectors; its records are rewritten."""
+    from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+
+    by_id = {p.paper_id: p for p in papers}
+    got = store.chunks.get(where={"paper_id": {"$in": list(by_id)}}, include=["metadatas"])
+    ids, metas = [], []
+    counts: dict[str, int] = {}
+    for cid, meta in zip(got["ids"], got["metadatas"]):
+        node = metadata_dict_to_node(meta)
+        p = by_id[node.metadata["paper_id"]]
+        node.metadata.update(source=p.source, position=p.position, label=p.label)
+        new_meta = node_to_metadata_dict(node, remove_text=True, flat_metadata=True)
+        ids.append(cid)
+        metas.append({k: ("" if v is None else v) for k, v in new_meta.items()})
+        counts[p.paper_id] = counts.get(p.paper_id, 0) + 1
+    if ids:
+        store.chunks.update(ids=ids, metadatas=metas)
+    vectors = store.papers.get(ids=list(by_id), include=["embeddings"])
+    vector_of = dict(zip(vectors["ids"], vectors["embeddings"]))
+    store.write_catalog([_entry(p, counts.get(p.paper_id, 0), chunking) for p in papers],
+                        [list(vector_of[p.paper_id]) for p in papers])

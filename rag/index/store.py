@@ -1,0 +1,559 @@
+"""The Chroma store: an embedded PersistentClient under data_dir, or a `chroma run` server when configured.
+
+Two collections per index:
+- `<name>_chunks`: llama-index nodes (sentence-whole chunks) with their vectors, read by ChromaVectorStore;
+- `<name>_papers`: the catalog, one record per paper (abstract, label, source, content hash, chunk count).
+  Ingestion diffs against the catalog instead of re-reading every chunk, and writes a paper's catalog
+  record only after its chunks, so an interrupted ingest is finished by the next one.
+
+The chunk collection's metadata records the embedding model and dimension: an index built with another
+model is refused with a clear message rather than queried with incompatible vectors.
+
+It also holds the content version (which keys the local index) and a `pending` marker: an ingest sets
+`pending` before its first write and replaces both in one metadata write after its local index is published
+(`begin_update` / `commit`). A store found with `pending` set was left by an interrupted ingest; the next
+ingest then checks every paper's chunks and rebuilds the local index from the store.
+
+The embedded store is for one process at a time while it is written: readers hold a shared lock on
+`data_dir/.store.lock`, an ingest an exclusive one, so an ingest never runs under a serving UI (or the other
+way round) and is refused with a message instead. Ingests on one data dir also exclude each other
+(`.ingest.lock`), with a Chroma server too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rag.errors import UnavailableError
+from rag.index.embed import runtime_family
+from rag.settings import Settings
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+SCHEMA = 1
+# How often a serving process re-reads the store's version (an ingest elsewhere may have published a new one).
+VERSION_CHECK_S = 2.0
+GET_BATCH = 5000
+
+
+class StoreError(UnavailableError):
+    """The store is missing, unreadable, unreachable or built for another model; the message says what to do."""
+
+
+DOCTOR_HINT = "run `papers doctor` to see what is wrong (`papers doctor --repair` fixes what it can)"
+
+
+def damaged(what: str, error: BaseException) -> StoreError:
+    """A Chroma failure while reading, as a StoreError that names the way out instead of Chroma's internals."""
+    first = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+    return StoreError(f"the {what} cannot be read ({first}): {DOCTOR_HINT}")
+
+
+# --- test hook: a real SIGKILL at a chosen write ---------------------------------------------------------
+# Not a user setting: the crash-consistency test (tests/test_consistency.py) sets this variable so that a real
+# `papers ingest` process kills itself (SIGKILL, no clean-up) just before its Nth write to the store or to the
+# local index, which makes kill points exact and repeatable instead of timed.
+_KILL_AT_ENV = "PAPERS_TEST_KILL_AT_WRITE"
+_writes = 0
+
+
+def write_point(what: str) -> None:
+    """Count one write; with the test hook set, the process dies here at the chosen one."""
+    global _writes
+    target = os.environ.get(_KILL_AT_ENV)
+    if not target:
+        return
+    _writes += 1
+    if _writes == int(target):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _CountedWrites:
+    """A Chroma collection whose mutating calls pass through `write_point` (only while the test hook is set)."""
+
+    _MUTATING = frozenset({"add", "upsert", "update", "delete", "modify"})
+
+    def __init__(self, collection: Collection) -> None:
+        self._collection = collection
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if name in self._MUTATING:
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                write_point(f"{self._collection.name}.{name}")
+                return attr(*args, **kwargs)
+            return counted
+        return attr
+
+
+def _counted(collection: Collection) -> Collection:
+    return _CountedWrites(collection) if os.environ.get(_KILL_AT_ENV) else collection  # type: ignore[return-value]
+
+
+# --- process locks ---------------------------------------------------------------------------------------
+
+_store_locks: dict[str, tuple[int, str]] = {}  # data dir -> (fd, "sh" | "ex"), one per process
+
+
+def _lock_file(settings: Settings, name: str) -> int:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return os.open(settings.data_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+
+
+def hold_reader_lock(settings: Settings) -> None:
+    """A process reading the embedded store holds a shared lock for its lifetime (no-op with a server)."""
+    if settings.chroma_host:
+        return
+    key = str(settings.data_dir.resolve())
+    if key in _store_locks:
+        return
+    fd = _lock_file(settings, ".store.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"`papers ingest` is writing the embedded store at {settings.chroma_dir} right now; try "
+                         "again when it has finished, or run a `chroma run` server (CHROMA_HOST) to serve while "
+                         "ingesting") from None
+    _store_locks[key] = (fd, "sh")
+
+
+def release_reader_lock(settings: Settings) -> None:
+    """Stop holding the embedded store open (a script or test done reading, before another process ingests)."""
+    held = _store_locks.pop(str(settings.data_dir.resolve()), None)
+    if held is not None:
+        os.close(held[0])
+
+
+def _holder(settings: Settings) -> str:
+    try:
+        pid = (settings.data_dir / ".ingest.lock").read_text().strip()
+    except OSError:
+        pid = ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+@contextlib.contextmanager
+def writer_lock(settings: Settings) -> Iterator[None]:
+    """Held by an ingest: excludes other ingests on this data dir and, with the embedded store, its readers."""
+    fd = _lock_file(settings, ".ingest.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"another `papers ingest`{_holder(settings)} is writing {settings.data_dir}; wait for it to "
+                         "finish") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    key = str(settings.data_dir.resolve())
+    store_fd = None
+    try:
+        if not settings.chroma_host:
+            held = _store_locks.get(key)
+            store_fd = held[0] if held else _lock_file(settings, ".store.lock")
+            try:
+                fcntl.flock(store_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if held:  # the conversion may have dropped our shared lock: take it back
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(store_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                else:
+                    os.close(store_fd)
+                raise StoreError(
+                    f"the embedded store at {settings.chroma_dir} is open in another papers process (a running "
+                    "`papers ui`, `chat` or `ask`); stop it before ingesting, or run a `chroma run` server "
+                    "(CHROMA_HOST) so the UI can keep serving and switch to the new index when ingest ends"
+                ) from None
+            _store_locks[key] = (store_fd, "ex")
+        yield
+    finally:
+        if store_fd is not None and _store_locks.get(key, (None,))[0] == store_fd:
+            fcntl.flock(store_fd, fcntl.LOCK_SH)  # this process may go on reading, like any reader
+            _store_locks[key] = (store_fd, "sh")
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def ingest_running(settings: Settings) -> bool:
+    """Whether an ingest on this machine holds the data dir's ingest lock now (a killed one holds nothing)."""
+    path = settings.data_dir / ".ingest.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@dataclass
+class CatalogEntry:
+    """What the catalog remembers about one indexed paper."""
+
+    paper_id: str
+    content_hash: str
+    label: str
+    source: str
+    source_key: str
+    position: int
+    n_chunks: int
+    chunking: str
+    title: str = ""
+    url: str = ""
+    authors: str = ""
+    venue: str = ""
+    year: str = ""
+    text: str = ""
+    doi: str = ""
+    arxiv: str = ""
+    key: str = ""         # the input's citation key (BibTeX key, CSL id, RIS ID)
+    kind: str = ""        # BibTeX entry type (article, inproceedings, misc, ...)
+    collection: str = ""  # name of the paper list the paper came from
+    layout: str = ""      # PDF full texts: JSON [[offset, page, section], ...] into `text`
+
+
+def _client(settings: Settings) -> ClientAPI:
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_host:
+        try:
+            return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings)
+        except Exception as e:
+            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} "
+                             f"(CHROMA_HOST/CHROMA_PORT): {e}") from None
+    try:
+        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+    except Exception as e:
+        raise StoreError(f"the store at {settings.chroma_dir} is unreadable ({type(e).__name__}: {e}); "
+                         "run `papers ingest --rebuild` to rebuild it (the damaged copy is kept aside)") from None
+
+
+class Store:
+    """Both collections of one index, opened for reading or writing."""
+
+    def __init__(self, settings: Settings, client: ClientAPI, chunks: Collection, papers: Collection) -> None:
+        self.settings = settings
+        self.client = client
+        self.chunks = _counted(chunks)
+        self.papers = _counted(papers)
+        self._vector_store: ChromaVectorStore | None = None
+
+    # --- opening ------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, settings: Settings, create: bool = False, dim: int | None = None) -> Store:
+        """Open the index; with `create`, make it if missing (`dim` = embedding dimension)."""
+        if not create and not settings.chroma_host and not settings.chroma_dir.exists():
+            raise StoreError(f"no index at {settings.chroma_dir}: run `papers ingest` first")
+        if not create:
+            hold_reader_lock(settings)
+        client = _client(settings)
+        names = (f"{settings.collection}_chunks", f"{settings.collection}_papers")
+        try:
+            if create:
+                meta = {"embed_model": settings.embed_model, "embed_dim": int(dim or 0), "schema": SCHEMA,
+                        "version": uuid.uuid4().hex}
+                chunks = client.get_or_create_collection(names[0], metadata=meta,
+                                                         configuration={"hnsw": {"space": "cosine"}})
+                papers = client.get_or_create_collection(names[1], metadata={"schema": SCHEMA},
+                                                         configuration={"hnsw": {"space": "cosine"}})
+            else:
+                chunks = client.get_collection(names[0])
+                papers = client.get_collection(names[1])
+        except StoreError:
+            raise
+        except Exception as e:
+            if not create and "does not exist" in str(e).lower():
+                raise StoreError(f"no index named '{settings.collection}' in the store: run `papers ingest` first"
+                                 ) from None
+            where = (f"{settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
+                     else str(settings.chroma_dir))
+            raise StoreError(f"the store at {where} is unreadable ({type(e).__name__}: {e}); "
+                             "run `papers ingest --rebuild` to rebuild it") from None
+        store = cls(settings, client, chunks, papers)
+        store.check_model(dim)
+        return store
+
+    def check_model(self, dim: int | None = None) -> None:
+        """Refuse an index built with another embedding model or dimension."""
+        meta = self.chunks.metadata or {}
+        built_with = meta.get("embed_model")
+        built_dim = int(meta.get("embed_dim") or 0)
+        if meta.get("schema", SCHEMA) != SCHEMA:
+            raise StoreError(f"the index was built by an incompatible version (schema {meta.get('schema')}): "
+                             "run `papers ingest --rebuild`")
+        if built_with and built_with != self.settings.embed_model:
+            raise StoreError(f"the index was built with embedding model '{built_with}' but PAPERS_EMBED_MODEL is "
+                             f"'{self.settings.embed_model}': run `papers ingest --rebuild` or set it back")
+        if dim and built_dim and dim != built_dim:
+            raise StoreError(f"the index holds {built_dim}-dimensional vectors but the embedding model makes "
+                             f"{dim}-dimensional ones: run `papers ingest --rebuild`")
+
+    @property
+    def embed_runtime(self) -> str | None:
+        """Which runtime and weights made the stored vectors ('int8:<hash>', 'fp32:<hash>'); None for a store
+        made before this was recorded (those were all built with torch, fp32)."""
+        value = (self.chunks.metadata or {}).get("embed_runtime")
+        return str(value) if value else None
+
+    @property
+    def embed_engines(self) -> list[str]:
+        """The PAPERS_EMBED_RUNTIME values that wrote the stored vectors (torch, onnx and torch-bf16 share the
+        fp32 record); empty for a store made before this was recorded."""
+        value = (self.chunks.metadata or {}).get("embed_engines")
+        return str(value).split(",") if value else []
+
+    def claim_runtime(self, runtime: str, engine: str = "") -> None:
+        """Record the runtime about to add vectors, or refuse it when the store holds vectors made another way:
+        questions are embedded the way the store's chunks were, so one store never mixes two. `engine` (what
+        really computes the vectors) is recorded beside it, for `papers ingest --json` and for debugging."""
+        recorded = self.embed_runtime
+        engines = self.embed_engines if recorded == runtime else []
+        if recorded == runtime and (not engine or engine in engines):
+            return
+        same_family = runtime_family(recorded) == runtime_family(runtime)
+        if recorded != runtime and self.chunks.count() and not (recorded is None and same_family):
+            keep = "onnx-int8" if runtime_family(recorded) == "int8" else "auto (or torch-bf16, onnx, torch)"
+            raise StoreError(
+                f"the index holds vectors made by {_describe(recorded)} but this ingest embeds with "
+                f"{_describe(runtime)}; chunks and questions must be embedded the same way: run "
+                f"`papers ingest --rebuild` to re-embed every paper with it, or set PAPERS_EMBED_RUNTIME={keep} "
+                "to keep this index")
+        meta = dict(self.chunks.metadata or {})
+        meta["embed_runtime"] = runtime
+        if engine:
+            meta["embed_engines"] = ",".join(sorted({*engines, engine}))
+        self.chunks.modify(metadata=meta)
+
+    @staticmethod
+    def destroy(settings: Settings) -> str | None:
+        """Remove the index for a rebuild. A local store directory is moved aside, never deleted outright."""
+        if settings.chroma_host:
+            client = _client(settings)
+            for name in (f"{settings.collection}_chunks", f"{settings.collection}_papers"):
+                try:
+                    client.delete_collection(name)
+                except Exception:  # not there: nothing to remove
+                    pass
+            return None
+        if settings.chroma_dir.exists():
+            aside = settings.chroma_dir.with_name(f"chroma.old-{time.strftime('%Y%m%d-%H%M%S')}")
+            shutil.move(str(settings.chroma_dir), str(aside))
+            # chromadb keeps one client per path in the process; forget the one bound to the moved store
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
+            return str(aside)
+        return None
+
+    # --- state --------------------------------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the indexed content changes; keys the BM25 cache."""
+        return str((self.chunks.metadata or {}).get("version", ""))
+
+    def bump_version(self) -> str:
+        return self.commit(uuid.uuid4().hex)
+
+    @property
+    def pending(self) -> str:
+        """The version an unfinished ingest was writing ('' when the last ingest finished)."""
+        return str((self.chunks.metadata or {}).get("pending", ""))
+
+    def begin_update(self) -> str:
+        """Mark the store as being changed, before the first write; returns the version being written."""
+        meta = dict(self.chunks.metadata or {})
+        meta["pending"] = uuid.uuid4().hex
+        self.chunks.modify(metadata=meta)
+        return meta["pending"]
+
+    def commit(self, version: str) -> str:
+        """The last write of an ingest: the new content version, and the pending marker cleared, at once."""
+        meta = dict(self.chunks.metadata or {})
+        meta["version"] = version
+        meta["pending"] = ""
+        if not meta.get("embed_dim"):
+            meta["embed_dim"] = self._observed_dim()
+        self.chunks.modify(metadata=meta)
+        return version
+
+    def refresh(self) -> None:
+        """Re-read the collections' metadata (another process may have committed a new version)."""
+        self.chunks = _counted(self.client.get_collection(self.chunks.name))
+
+    def check_vectors(self, full: bool = False, sample: tuple[list[str], list[str]] | None = None) -> bool:
+        """Raise StoreError (naming `papers doctor`) when the vector index cannot answer.
+
+        A quick probe reads 17 vectors spread evenly over each collection (a damaged file usually loses a
+        whole range of them) and runs one query; `full` reads every vector. A damaged HNSW file (e.g. a
+        truncated data_level0.bin) then fails here, not in the middle of an answer.
+
+        `sample` names the chunk and paper ids to read instead (spread over the collections in the order they
+        were added, e.g. from the local index): a read by id costs ~2 ms, while each read by offset makes
+        Chroma scan the collection (0.04 s at 43k chunks). Returns False when some sampled id is not in the
+        store (the probe is then made by offset).
+        """
+        found = True
+        for what, col, ids in (("vector index of the chunks", self.chunks, sample[0] if sample else None),
+                               ("vector index of the paper catalog", self.papers, sample[1] if sample else None)):
+            try:
+                total = col.count()
+                if not total:
+                    found = found and not ids
+                    continue
+                pages = None
+                if ids and not full:
+                    got = col.get(ids=ids, include=["embeddings"])
+                    if len(got["ids"]) == len(ids):
+                        pages = [got]
+                    else:
+                        found = False
+                if pages is None:
+                    offsets = range(0, total, GET_BATCH) if full else sorted({total * i // 16 for i in range(16)}
+                                                                              | {total - 1})
+                    pages = (col.get(include=["embeddings"], limit=GET_BATCH if full else 1, offset=offset)
+                             for offset in offsets)
+                dim = 0
+                for got in pages:
+                    embs = got["embeddings"]
+                    if embs is None or len(embs) != len(got["ids"]):
+                        raise RuntimeError("vectors missing")
+                    dim = len(embs[0])
+                col.query(query_embeddings=[[1.0] + [0.0] * (dim - 1)], n_results=min(total, 3), include=[])
+            except Exception as e:
+                raise damaged(what, e) from None
+        return found
+
+    def _observed_dim(self) -> int:
+        got = self.chunks.get(limit=1, include=["embeddings"])
+        embs = got.get("embeddings")
+        return len(embs[0]) if embs is not None and len(embs) else 0
+
+    @property
+    def vector_store(self) -> ChromaVectorStore:
+        if self._vector_store is None:
+            from llama_index.vector_stores.chroma import ChromaVectorStore
+
+            self._vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        return self._vector_store
+
+    def catalog(self, with_text: bool = True) -> dict[str, CatalogEntry]:
+        """Every indexed paper, read in pages so a large index never needs one huge response.
+
+        Ingest diffs on metadata alone (`with_text=False`), which reads a fraction of the bytes.
+        """
+        out: dict[str, CatalogEntry] = {}
+        total = self.papers.count()
+        include = ["metadatas", "documents"] if with_text else ["metadatas"]
+        for offset in range(0, total, GET_BATCH):
+            got = self.papers.get(include=include, limit=GET_BATCH, offset=offset)
+            docs = got["documents"] if with_text else [None] * len(got["ids"])
+            for pid, meta, doc in zip(got["ids"], got["metadatas"], docs):
+                out[pid] = _entry(pid, meta, doc)
+        return out
+
+    def chunk_paper_ids(self) -> dict[str, int]:
+        """Chunks per paper id as stored (used only to repair a store whose counts disagree)."""
+        return {pid: n for pid, (n, _) in self.chunk_summary().items()}
+
+    def chunk_summary(self) -> dict[str, tuple[int, set[str]]]:
+        """Per paper id: how many chunks are stored, and the content hashes they were cut from.
+
+        Chunks written before chunks carried a hash have none (''); they are judged by their count alone.
+        """
+        out: dict[str, tuple[int, set[str]]] = {}
+        total = self.chunks.count()
+        for offset in range(0, total, GET_BATCH):
+            got = self.chunks.get(include=["metadatas"], limit=GET_BATCH, offset=offset)
+            for meta in got["metadatas"]:
+                pid = str(meta.get("paper_id", ""))
+                n, hashes = out.get(pid, (0, set()))
+                hashes.add(str(meta.get("content_hash", "")))
+                out[pid] = (n + 1, hashes)
+        return out
+
+    def delete_papers(self, paper_ids: list[str]) -> None:
+        """Remove papers: chunks first, catalog last, so a crash in between is repaired by the next ingest."""
+        for i in range(0, len(paper_ids), 500):
+            batch = paper_ids[i:i + 500]
+            self.chunks.delete(where={"paper_id": {"$in": batch}})
+            self.papers.delete(ids=batch)
+
+    def delete_chunks_of(self, paper_ids: list[str]) -> None:
+        for i in range(0, len(paper_ids), 500):
+            self.chunks.delete(where={"paper_id": {"$in": paper_ids[i:i + 500]}})
+
+    def write_catalog(self, entries: list[CatalogEntry], embeddings: list[list[float]]) -> None:
+        self.papers.upsert(
+            ids=[e.paper_id for e in entries],
+            documents=[e.text for e in entries],
+            metadatas=[_meta(e) for e in entries],
+            embeddings=embeddings,
+        )
+
+    def get_papers(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
+        """Records of some papers (those not in the index are left out)."""
+        out: dict[str, CatalogEntry] = {}
+        ids = list(paper_ids)
+        for i in range(0, len(ids), GET_BATCH):
+            got = self.papers.get(ids=ids[i:i + GET_BATCH], include=["metadatas", "documents"])
+            out.update((pid, _entry(pid, meta, doc))
+                       for pid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"]))
+        return out
+
+
+_META_FIELDS = ("content_hash", "label", "source", "source_key", "position", "n_chunks", "chunking",
+                "title", "url", "authors", "venue", "year")
+# Added later: records written before them read back as "" (no DOI, no layout, ...).
+_OPTIONAL_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
+
+
+def _meta(e: CatalogEntry) -> dict[str, Any]:
+    # every field is written, empty ones too: Chroma merges metadata on upsert, so a field left out would keep
+    # a value the input no longer has
+    return {f: getattr(e, f) for f in _META_FIELDS + _OPTIONAL_FIELDS} | {"paper_id": e.paper_id}
+
+
+def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEntry:
+    meta = meta or {}
+    return CatalogEntry(
+        paper_id=pid, content_hash=str(meta.get("content_hash", "")), label=str(meta.get("label", "")),
+        source=str(meta.get("source", "")), source_key=str(meta.get("source_key", "")),
+        position=int(meta.get("position", 0) or 0), n_chunks=int(meta.get("n_chunks", 0) or 0),
+        chunking=str(meta.get("chunking", "")), title=str(meta.get("title", "")), url=str(meta.get("url", "")),
+        authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")), year=str(meta.get("year", "")),
+        text=doc or "", **{f: str(meta.get(f) or "") for f in _OPTIONAL_FIELDS},
+    )
+
+
+def _describe(runtime: str | None) -> str:
+    if runtime is None:
+        return "torch (fp32; recorded before runtimes were)"
+    family, _, digest = runtime.partition(":")
+    name = "the int8 ONNX copy of the model" if family == "int8" else "fp32 (torch, fp32 ONNX or torch-bf16)"
+    return f"{name} (weights {digest})" if digest else name
+
+
+def store_exists(settings: Settings) -> bool:
+    return bool(settings.chroma_host) or Path(settings.chroma_dir).exists()

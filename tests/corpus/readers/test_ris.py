@@ -1,0 +1,38 @@
+"""RIS as Zotero and Google Scholar export it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.corpus.scan import read_file
+
+from .documents import SCHOLAR_RIS, ZOTERO_RIS
+
+
+def test_zotero_ris(tmp_path: Path) -> None:
+    path = tmp_path / "Exported Items.ris"
+    path.write_text(ZOTERO_RIS.replace("\n", "\r\n"), encoding="utf-8")  # Zotero writes CRLF line ends
+    rep = read_file(path, 2**20, 20_000)
+    assert rep.clean, rep.problems
+    (smoke,) = rep.papers
+    assert smoke.title == "Wildfire smoke plumes from geostationary satellites"
+    assert smoke.authors == "Camille Moreau, Youssef Haddad" and smoke.year == "2024"
+    assert smoke.venue == "Remote Sensing of Environment" and smoke.doi == "10.1016/j.rse.2024.114200"
+    assert smoke.kind == "article" and smoke.url.startswith("https://www.sciencedirect.com/")
+    assert "'A conference talk without abstract'" in rep.warnings[0]
+
+
+def test_scholar_ris(tmp_path: Path) -> None:
+    path = tmp_path / "scholar.ris"
+    path.write_text(SCHOLAR_RIS, encoding="utf-8")
+    rep = read_file(path, 2**20, 20_000)
+    (lora,) = rep.papers
+    assert lora.authors == "Beatriz Silva, Joon Kim" and lora.year == "2025" and lora.venue == "Bioinformatics"
+    assert lora.text.startswith("Protein language models are costly to fine-tune.")
+
+
+def test_not_ris(tmp_path: Path) -> None:
+    path = tmp_path / "notes.ris"
+    path.write_text("just some notes\nabout papers\n", encoding="utf-8")
+    rep = read_file(path, 2**20, 20_000)
+    assert not rep.papers and len(rep.problems) == 1 and rep.problems[0].startswith(f"{rep.source}: ")

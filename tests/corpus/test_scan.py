@@ -1,0 +1,126 @@
+"""Reading every supported format, and a one-line error naming the file for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag.corpus.scan import read_file, scan
+
+from tests.conftest import CORPUS, write_jsonl
+
+LIMIT = 2**26
+ABSTRACT = ("We propose FooNet, a sparse attention method for long documents that reduces memory by 40% "
+            "while keeping accuracy.")
+
+
+def read(path: Path):  # noqa: ANN201
+    return read_file(path, LIMIT, 20_000)
+
+
+def test_paper_lists_of_the_corpus() -> None:
+    found = scan([CORPUS], LIMIT, 20_000)
+    assert len(found.papers) == 38 and not found.problems and not found.duplicates
+    first = found.papers[0]
+    assert first.source == "corpus/neurips2026_list_000.txt" or first.source.endswith("neurips2026_list_000.txt")
+    assert first.position == 1 and first.text.startswith("Causal modeling of physical temporal phenomena")
+    positions = [p.position for p in found.papers if p.source.endswith("_002.txt")]
+    assert positions == list(range(1, 20))
+
+
+def test_jsonl_with_optional_fields(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [
+        {"abstract": ABSTRACT, "title": "FooNet: Sparse Attention", "id": "arxiv:1", "url": "https://x.org/1",
+         "authors": ["A. One", "B. Two"], "venue": "NeurIPS", "year": 2026, "extra": "ignored"},
+        {"abstract": ABSTRACT.replace("FooNet", "BarNet")},
+    ])
+    rep = read(path)
+    assert rep.clean and len(rep.papers) == 2
+    a, b = rep.papers
+    assert (a.paper_id, a.title, a.authors, a.venue, a.year, a.position) == (
+        "arxiv:1", "FooNet: Sparse Attention", "A. One, B. Two", "NeurIPS", "2026", 1)
+    assert a.label == "FooNet" and "arxiv:1" in a.reference and "NeurIPS 2026" in a.reference
+    assert len(b.paper_id) == 12 and b.label == "BarNet" and b.position == 2
+
+
+def test_single_paper_txt_and_md(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_text(ABSTRACT + "\n")
+    (tmp_path / "two.md").write_text("# ZebraNet: striped networks\n\n" + ABSTRACT.replace("FooNet", "ZebraNet"))
+    one, two = read(tmp_path / "one.txt"), read(tmp_path / "two.md")
+    assert len(one.papers) == 1 and one.papers[0].title == ""
+    assert len(two.papers) == 1 and two.papers[0].title == "ZebraNet: striped networks"
+
+
+def test_hard_wrapped_paragraphs_are_not_headers(tmp_path: Path) -> None:
+    (tmp_path / "wrapped.txt").write_text("We propose FooNet, a sparse attention\nmethod for long documents that "
+                                          "reduces\nmemory by 40% while keeping accuracy.\n")
+    rep = read(tmp_path / "wrapped.txt")
+    assert len(rep.papers) == 1 and rep.papers[0].text.startswith("We propose FooNet, a sparse attention method")
+
+
+def test_list_without_header_is_read_with_a_warning(tmp_path: Path) -> None:
+    body = "\n\n".join([ABSTRACT * 2, ABSTRACT.replace("FooNet", "BarNet") * 2])
+    (tmp_path / "nohead.txt").write_text(body)
+    rep = read(tmp_path / "nohead.txt")
+    assert len(rep.papers) == 2 and rep.warnings and "no header line" in rep.warnings[0]
+
+
+@pytest.mark.parametrize("name,content,reason", [
+    ("empty.txt", b"", "empty file"),
+    ("blank.txt", b"   \n\n  \n", "empty file"),
+    ("binary.txt", b"\x00\x01\x02PNG\x00" * 20, "binary file"),
+    ("latin1.txt", "Résumé of a paper about caf\xe9s and more words here.".encode("latin-1"), "not valid UTF-8"),
+    ("header_only.txt", b"NeurIPS 2026 list\n", "only a header line"),
+    ("bad.json", b"{not json", "invalid JSON"),
+    ("paper.docx", b"PK\x03\x04", "unsupported file type"),
+    ("paper.pdf", b"%PDF-1.4", "not a readable PDF"),  # truncated: the PDF reader says why
+    ("short.txt", b"Too short.", "abstract too short"),
+])
+def test_bad_files_get_one_line_errors(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    rep = read(path)
+    assert not rep.papers and len(rep.problems) == 1
+    line = rep.problems[0]
+    assert name in line and reason in line and "\n" not in line
+
+
+def test_jsonl_bad_lines_are_reported_and_good_lines_kept(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps({"abstract": ABSTRACT}) + "\n{broken\n" + json.dumps({"title": "no abstract"})
+                    + "\n" + json.dumps([1, 2]) + "\n")
+    rep = read(path)
+    assert len(rep.papers) == 1 and not rep.clean
+    assert any("mixed.jsonl:2" in p and "invalid JSON" in p for p in rep.problems)
+    assert any("mixed.jsonl:3" in p and "missing 'abstract'" in p for p in rep.problems)
+    assert any("mixed.jsonl:4" in p and "expected a JSON object" in p for p in rep.problems)
+
+
+def test_size_limits(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"abstract": ABSTRACT}) + "\n" + " " * 3000)
+    assert "file too large" in read_file(big, 2000, 20_000).problems[0]
+    long = write_jsonl(tmp_path / "long.jsonl", [{"abstract": "word " * 5000}])
+    assert "abstract too long" in read(long).problems[0]
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    """A file whose read fails (EIO from /proc/self/mem, which fails even for root)."""
+    path = tmp_path / "broken.txt"
+    path.symlink_to("/proc/self/mem")
+    problem = read(path).problems[0]
+    assert "broken.txt" in problem and "unreadable" in problem
+
+
+def test_duplicates_are_kept_once_and_reported(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", [{"abstract": ABSTRACT}])
+    write_jsonl(tmp_path / "b.jsonl", [{"abstract": "  " + ABSTRACT.replace(" ", "  ") + "\n"}])
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 1 and len(found.duplicates) == 1 and "b.jsonl#1" in found.duplicates[0]
+
+
+def test_missing_path_is_reported(tmp_path: Path) -> None:
+    found = scan([tmp_path / "nope"], LIMIT, 20_000)
+    assert found.problems == [f"{tmp_path / 'nope'}: no such file or directory"]

@@ -1,0 +1,261 @@
+"""Incremental ingest: stable ids, only changes embedded, removals, duplicates, bad files lose nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag.index.ingest import ingest
+from rag.index.store import Store, StoreError
+
+from tests.conftest import ABSTRACTS, ROOT, make_settings, write_jsonl
+
+
+def catalog(settings):  # noqa: ANN001, ANN201
+    return Store.open(settings).catalog()
+
+
+def test_ingest_then_reingest_embeds_nothing(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:
+    s = make_settings(tmp_path / "data")
+    first = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert len(first.added) == 3 and first.total_papers == 3
+    embedded = counting_embedder.count
+    assert embedded == first.chunks_embedded > 0
+    ids = set(catalog(s))
+
+    again = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert counting_embedder.count == embedded, "an unchanged corpus must not be re-embedded"
+    assert again.unchanged == 3 and not again.changed
+    assert set(catalog(s)) == ids, "ids are stable across ingests"
+
+
+def test_changed_paper_is_reembedded_alone(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    before = counting_embedder.count
+    path = tiny_corpus / "papers.jsonl"
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    records[1]["abstract"] += " A follow-up sentence about BarBench licensing."
+    write_jsonl(path, records)
+    report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert len(report.added) == 1 and len(report.removed) == 1 and report.unchanged == 2
+    chunks_of_new = Store.open(s).catalog()[report.added[0]].n_chunks
+    assert counting_embedder.count - before == chunks_of_new
+    store = Store.open(s)
+    assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
+
+
+def test_user_id_with_changed_text_keeps_id(tmp_path: Path, counting_embedder) -> None:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    write_jsonl(folder / "p.jsonl", [{"id": "paper-1", "abstract": ABSTRACTS[0]}])
+    s = make_settings(tmp_path / "data")
+    ingest(s, [folder], embedder=counting_embedder, progress=False)
+    write_jsonl(folder / "p.jsonl", [{"id": "paper-1", "abstract": ABSTRACTS[0] + " It also works on code."}])
+    report = ingest(s, [folder], embedder=counting_embedder, progress=False)
+    assert report.reembedded == ["paper-1"]
+    assert "works on code" in catalog(s)["paper-1"].text
+
+
+def test_removed_file_removes_its_papers_only(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:
+    extra = tiny_corpus / "extra.txt"
+    extra.write_text(ABSTRACTS[3])
+    outside = tmp_path / "outside.jsonl"
+    write_jsonl(outside, [{"abstract": ABSTRACTS[4]}])
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    ingest(s, [outside], embedder=counting_embedder, progress=False)
+    assert len(catalog(s)) == 5
+    extra.unlink()
+    report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert len(report.removed) == 1
+    texts = [e.text for e in catalog(s).values()]
+    assert len(texts) == 4 and ABSTRACTS[3] not in texts and ABSTRACTS[4] in texts
+    store = Store.open(s)
+    assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
+
+
+def test_moved_paper_keeps_vectors(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    before = counting_embedder.count
+    path = tiny_corpus / "papers.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(reversed(lines)) + "\n")
+    report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert counting_embedder.count == before and len(report.relocated) == 2
+    positions = sorted(e.position for e in catalog(s).values())
+    assert positions == [1, 2, 3]
+    got = Store.open(s).chunks.get(include=["metadatas"])
+    assert {m["position"] for m in got["metadatas"]} == {1, 2, 3}
+
+
+def test_duplicates_stored_once(tmp_path: Path, counting_embedder) -> None:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [{"abstract": ABSTRACTS[0]}, {"abstract": ABSTRACTS[0]}])
+    (folder / "b.txt").write_text(ABSTRACTS[0])
+    s = make_settings(tmp_path / "data")
+    report = ingest(s, [folder], embedder=counting_embedder, progress=False)
+    assert report.total_papers == 1 and len(report.duplicates) == 2
+
+
+def test_bad_files_are_skipped_and_nothing_indexed_is_lost(tmp_path: Path, tiny_corpus: Path,
+                                                           counting_embedder) -> None:
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    before = catalog(s)
+    # The corpus file is damaged, and a binary and an empty file appear next to it.
+    (tiny_corpus / "papers.jsonl").write_bytes(b"\x00\x01 damaged")
+    (tiny_corpus / "image.txt").write_bytes(b"\x89PNG\x00\x00" * 10)
+    (tiny_corpus / "empty.md").write_text("")
+    (tiny_corpus / "new.txt").write_text(ABSTRACTS[3])
+    report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    assert len(report.problems) == 3 and all("\n" not in p for p in report.problems)
+    assert not report.removed and len(report.added) == 1
+    after = catalog(s)
+    assert set(before) <= set(after) and len(after) == 4
+
+
+def test_interrupted_ingest_is_repaired(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:
+    """Chunks written without their catalog record (a crash between the two) are cleaned up next time."""
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    store = Store.open(s)
+    pid = next(iter(store.catalog()))
+    store.papers.delete(ids=[pid])  # as if the process died after writing chunks, before the catalog
+    orphan_vec = [0.0] * 384
+    orphan_vec[0] = 1.0
+    store.chunks.add(ids=["ghost:0"], embeddings=[orphan_vec], documents=["ghost"],
+                     metadatas=[{"paper_id": "ghost"}])
+    report = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    store = Store.open(s)
+    assert report.repaired == 1 and pid in report.added
+    assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
+    assert len(store.catalog()) == 3
+
+
+def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Path, embedder) -> None:  # noqa: ANN001
+    from rag.index.embed import ingest_embedder_for
+    from rag.answer.retrieve import Retriever
+
+    s = make_settings(tmp_path / "data", embed_runtime="onnx-int8")
+    first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
+    assert first.embed_runtime.startswith("int8:") and Store.open(s).embed_runtime == first.embed_runtime
+    assert Retriever(s).embedder.runtime == first.embed_runtime, "questions are embedded as the chunks were"
+    extra = write_jsonl(tmp_path / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    with pytest.raises(StoreError, match=r"`papers ingest --rebuild`.*PAPERS_EMBED_RUNTIME=onnx-int8"):
+        ingest(s, [extra], embedder=embedder, progress=False)  # torch, fp32 vectors
+    assert len(catalog(s)) == 3 and Store.open(s).chunks.count() == first.chunks_embedded, "nothing mixed in"
+    rebuilt = ingest(s, [tiny_corpus, extra], rebuild=True, embedder=embedder, progress=False)
+    assert rebuilt.embed_runtime.startswith("fp32:") and rebuilt.total_papers == 4
+    assert not getattr(Retriever(s).embedder, "runtime", "").startswith("int8")
+
+
+def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+    """torch-bf16 makes fp32-family vectors: papers added with the fp32 export go into the same store, and the
+    store records both runtimes that wrote it."""
+    import rag.index.torch_embed
+    from rag.index.embed import ingest_embedder_for
+
+    if not rag.index.torch_embed.native_bf16():
+        pytest.skip("this CPU has no native bf16 (AVX512-BF16 or AMX): torch-bf16 is never used here")
+    s = make_settings(tmp_path / "data", embed_runtime="auto")
+    first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
+    assert first.embed_engine == "torch-bf16" and first.embed_runtime.startswith("fp32:")
+    monkeypatch.setattr(rag.index.torch_embed, "native_bf16", lambda: False)  # a CPU without: auto means onnx
+    extra = write_jsonl(tmp_path / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    more = ingest(s, [tiny_corpus, extra], embedder=ingest_embedder_for(s), progress=False)
+    assert more.embed_engine == "onnx" and more.embed_runtime == first.embed_runtime and more.added
+    store = Store.open(s)
+    assert store.embed_runtime == first.embed_runtime and store.embed_engines == ["onnx", "torch-bf16"]
+
+
+def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from rag.frontends.cli import app
+
+    monkeypatch.setenv("PAPERS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PAPERS_ENV_FILE", "/dev/null")
+    monkeypatch.setenv("PAPERS_EMBED_RUNTIME", "onnx-int8")
+    runner = CliRunner()
+    first = runner.invoke(app, ["ingest", "--json", str(tiny_corpus)])
+    assert first.exit_code == 0, first.output
+    d = json.loads(first.stdout)
+    assert d["embed_runtime"].startswith("int8:") and d["interrupted"] is False and d["not_embedded"] == 0
+    assert d["embed_engine"] == "onnx-int8"
+    assert {"open_store_s", "scan_s", "load_model_s", "chunk_s", "tokenize_s", "embed_s", "write_chunks_s",
+            "write_catalog_s", "embed_and_write_s", "local_index_s"} <= set(d["phases"])
+    assert d["phases"]["embed_s"] > 0 and d["phases"]["embed_and_write_s"] <= d["seconds"]
+    write_jsonl(tiny_corpus / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
+    monkeypatch.setenv("PAPERS_EMBED_RUNTIME", "torch")
+    refused = runner.invoke(app, ["ingest", str(tiny_corpus)])
+    assert refused.exit_code == 1
+    assert "papers ingest --rebuild" in refused.output and "PAPERS_EMBED_RUNTIME=onnx-int8" in refused.output
+
+
+def test_progress_bar_shows_rates(tmp_path: Path, tiny_corpus: Path, counting_embedder, capfd) -> None:  # noqa: ANN001
+    report = ingest(make_settings(tmp_path / "data"), [tiny_corpus], embedder=counting_embedder, progress=True)
+    err = capfd.readouterr().err
+    assert "3/3" in err and "paper/s" in err and "chunks/s" in err, err
+    assert report.phases["embed_s"] > 0 and all(v >= 0 for v in report.phases.values())
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> None:
+    """A real SIGINT to a real `papers ingest`: it exits 130 saying how to resume, keeps what it wrote, and the
+    next ingest embeds only the rest."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rag.settings import Settings
+    from rag.index.store import release_reader_lock
+
+    PAPERS_PER_BATCH = Settings.model_fields["ingest_batch_papers"].default
+
+    n = PAPERS_PER_BATCH * 3
+    corpus = write_jsonl(tmp_path / "many.jsonl", [
+        {"id": f"p{i}", "abstract": f"We study method M{i} for task T{i % 17}. It improves accuracy by "
+                                    f"{i % 9}.{i % 7}% on benchmark B{i}."} for i in range(n)])
+    env = {**os.environ, "PAPERS_DATA_DIR": str(tmp_path / "data"), "PAPERS_ENV_FILE": "/dev/null",
+           "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    cmd = [sys.executable, "-m", "rag.frontends.cli", "ingest", "--json", "--progress", str(corpus)]
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 900
+        # Wait until the first batch is embedded (handed to the writer) and the second is under way.
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = [int(x) for x in re.findall(rf"(\d+)/{n} \[", err_path.read_text())]
+            if done and max(done) > PAPERS_PER_BATCH + 4:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, err_path.read_text()[-2000:]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err_path.read_text()[-2000:]
+    assert "run `papers ingest` again to resume" in err_path.read_text()
+    first = json.loads(out)
+    assert first["interrupted"] is True and 0 < first["not_embedded"] < n
+    settings = make_settings(tmp_path / "data")
+    store = Store.open(settings)
+    kept = store.catalog()
+    assert len(kept) == n - first["not_embedded"] >= PAPERS_PER_BATCH
+    assert store.chunks.count() == sum(e.n_chunks for e in kept.values()), "no half-written paper"
+    release_reader_lock(settings)  # this test process read the store: let the next ingest write it
+
+    again = subprocess.run(cmd[:-2] + [str(corpus)], env=env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    second = json.loads(again.stdout)
+    assert len(second["added"]) == first["not_embedded"] and second["unchanged"] == len(kept)
+    assert second["total_papers"] == n and second["interrupted"] is False
+    store = Store.open(settings)
+    assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
