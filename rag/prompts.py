@@ -73,6 +73,8 @@ REFERENCE_NO_METADATA = ("metadata not available: the input had no title, author
 # Where a paper of a paper list came from, in reference lines: the list's header names the list, not a venue.
 REFERENCE_FROM_LIST = "{where} (list “{collection}”)"
 # --- scope (UI): a question about a paper that is indexed but outside the papers the user selected -------
+CLOSEST_IN_SCOPE = "Closest papers in the selection:"
+UNKNOWN_PAPERS = "no indexed paper has id {ids}: `papers list` (or the Papers tab, or list_papers) shows the ids"
 OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
 OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."
 # Heading of the reference list appended to answers sent to other tools (rag/frontends/common.py).

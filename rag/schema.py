@@ -73,7 +73,9 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     notice: str | None = None
     error: str | None = None
-    rewritten: str | None = None  # the standalone question a follow-up was rewritten into
+    rewritten: str | None = None  # what was searched when it differs from the question (a chat turn resolved)
+    lead: str | None = None  # the direct answer in one short line (a span of the first quote), when one exists
+    outside_scope: list[str] = field(default_factory=list)  # labels of named papers outside the chosen scope
     raw_answer: str | None = None  # what the LLM wrote, before the citation check
 
     def to_dict(self) -> dict[str, Any]:

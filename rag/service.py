@@ -7,19 +7,22 @@ its `Answer` into their own wire format with `rag.frontends.common`'s one serial
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from rag import prompts
 from rag.answer.cite import check_answer
+from rag.answer.conversation import Resolution, TurnRecord, acceptable_rewrite, resolve
 from rag.answer.evidence import Vocabulary, strength, vocabulary_for
-from rag.answer.extractive import draft_answer, evidence_for, foreign
-from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, stream_answer
-from rag.corpus.labels import mentions
-from rag.answer.question import analyse, clean_question, is_list_question
+from rag.answer.extractive import Draft, draft_answer, evidence_for, foreign
+from rag.answer.naming import named_papers
+from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, llm_rewrite, stream_answer
+from rag.answer.question import clean_question, is_list_question
 from rag.answer.render import (_apply_renumber, _best_sentence, _renumber_repair, render_extractive,
                                renumber_citations, sources_for, word_events)
 from rag.answer.retrieve import Retrieval, Retriever
@@ -75,17 +78,35 @@ class Assistant:
             return k
         return max(self.settings.top_k, self.settings.list_top_k) if is_list_question(question) else self.settings.top_k
 
-    def _start(self, question: str, k: int | None, paper_ids: list[str] | None,
-               mode: str | None) -> tuple[str, bool, Retrieval, float, float]:
-        """Validate, pick the mode, retrieve; generation needs every chunk of the retrieved papers."""
+    def _start(self, question: str, k: int | None, paper_ids: list[str] | None, mode: str | None,
+               within: list[str] | None = None) -> tuple[str, bool, Retrieval, float, float]:
+        """Validate, pick the mode, retrieve; generation needs every chunk of the retrieved papers.
+
+        `paper_ids` is the user's scope (checked: unknown ids are refused); `within` keeps retrieval to the
+        papers a chat turn refers to (inside the scope, when both are given)."""
         t0 = time.perf_counter()
         q = clean_question(question, self.settings.max_question_chars)
         generate = self.resolve_mode(mode) == "llm"
-        retrieval = self.retriever.retrieve(q, k=self.depth(q, k), paper_ids=paper_ids)
+        self.check_paper_ids(paper_ids)
+        restrict = paper_ids
+        if within:
+            inside = [p for p in within if not paper_ids or p in paper_ids]
+            restrict = inside or paper_ids
+        retrieval = self.retriever.retrieve(q, k=self.depth(q, k), paper_ids=restrict)
         generate = generate and bool(retrieval.papers)
         if generate:
             self.retriever.complete(retrieval)
         return q, generate, retrieval, t0, time.perf_counter()
+
+    def check_paper_ids(self, paper_ids: list[str] | None) -> None:
+        """Refuse a scope naming papers the index does not have (a typo would otherwise answer from nothing)."""
+        if not paper_ids:
+            return
+        known = self.retriever.local_index.papers if self.retriever.local_index is not None else {}
+        unknown = [p for p in dict.fromkeys(paper_ids) if p not in known]
+        if unknown:
+            shown = ", ".join(repr(p) for p in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+            raise QuestionError(prompts.UNKNOWN_PAPERS.format(ids=shown))
 
     def _prefetch(self, retrieval: Retrieval) -> Future[list[list[float]]]:
         """Embed the sources' sentences for the citation check while the LLM is still generating.
@@ -100,25 +121,39 @@ class Assistant:
         return self._prefetcher.submit(self._embed_cached, sentences)
 
     def ask(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
-            mode: str | None = None) -> Answer:
+            mode: str | None = None, within: list[str] | None = None) -> Answer:
         """Answer a question from the indexed abstracts, with checked citations (no streaming)."""
-        q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode)
-        if generate:
+        answer = None
+        for event in self.stream(question, k, paper_ids, mode, within, generate_stream=False):
+            if event.kind == "final":
+                answer = event.answer
+        assert answer is not None
+        return answer
+
+    def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
+               mode: str | None = None, within: list[str] | None = None,
+               generate_stream: bool = True) -> Iterator[StreamEvent]:
+        """Answer as a stream of events; the citation check runs when the text is complete (`ask` asks the LLM
+        for the whole reply at once: `generate_stream=False`).
+
+        With a scope (`paper_ids`), a question that names indexed papers outside it gets "X is indexed but outside
+        the selected papers" instead of an in-scope paper's quote, and a scoped abstention says where the evidence
+        is when it is outside the scope."""
+        q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode, within)
+        outside = self._named_outside(q, paper_ids)
+        if outside and not any(p in (paper_ids or ()) for p in self._named(q)):
+            answer = self._out_of_scope(q, retrieval, outside)
+            yield from word_events(answer.answer)
+            yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
+            return
+        if generate and not generate_stream:
             prefetch = self._prefetch(retrieval)
             try:
                 raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
                 answer = self._finish_llm(q, retrieval, raw, prefetch)
             except LLMUnavailable as e:
                 answer = self._fallback(q, retrieval, e.reason)
-        else:
-            answer = self._extractive(q, retrieval)
-        return self._timed(answer, retrieval, t0, t1)
-
-    def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
-               mode: str | None = None) -> Iterator[StreamEvent]:
-        """Answer as a stream of events; the citation check runs when the text is complete."""
-        q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode)
-        if generate:
+        elif generate:
             parts: list[str] = []
             prefetch = self._prefetch(retrieval)
             try:
@@ -139,8 +174,46 @@ class Assistant:
                 yield from word_events(answer.answer)
         else:
             answer = self._extractive(q, retrieval)
+            if paper_ids and answer.abstained:
+                answer = self._evidence_outside(q, retrieval, paper_ids) or answer
             yield from word_events(answer.answer)
+        if outside:  # named papers both inside and outside the scope: answered from the inside ones
+            names = ", ".join(self.retriever.local_index.papers[p].label for p in outside)
+            answer.outside_scope = [self.retriever.local_index.papers[p].label for p in outside]
+            answer.notice = " ".join(x for x in (answer.notice, (prompts.OUT_OF_SCOPE_ONE if len(outside) == 1 else
+                                                 prompts.OUT_OF_SCOPE_MANY).format(names=names)) if x)
         yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
+
+    # --- scope ----------------------------------------------------------------------------------------
+
+    def _named(self, question: str) -> list[str]:
+        """Indexed papers the question names (over the whole index)."""
+        return named_papers(question, self.retriever.local_index, self.vocabulary())
+
+    def _named_outside(self, question: str, paper_ids: list[str] | None) -> list[str]:
+        if not paper_ids:
+            return []
+        return [p for p in self._named(question) if p not in paper_ids]
+
+    def _out_of_scope(self, question: str, retrieval: Retrieval, outside: list[str]) -> Answer:
+        """The abstention for a question about papers outside the scope, naming them and the closest in-scope
+        papers."""
+        labels = [self.retriever.local_index.papers[p].label for p in outside]
+        template = prompts.OUT_OF_SCOPE_ONE if len(labels) == 1 else prompts.OUT_OF_SCOPE_MANY
+        answer = render_extractive(question, retrieval, Draft([], template.format(names=", ".join(labels))),
+                                   self.settings.unsupported)
+        answer.answer += _closest_in_scope(retrieval)
+        answer.outside_scope = labels
+        return answer
+
+    def _evidence_outside(self, question: str, scoped: Retrieval, paper_ids: list[str]) -> Answer | None:
+        """A scoped abstention whose answer is in papers outside the scope: say which ones."""
+        full = self.retriever.complete(self.retriever.retrieve(question, k=self.depth(question)))
+        draft = draft_answer(question, full, vocab=self.vocabulary())
+        found = list(dict.fromkeys(q.paper.paper_id for q in draft.quotes if q.paper.paper_id not in paper_ids))
+        if draft.abstention or not found:
+            return None
+        return self._out_of_scope(question, scoped, found)
 
     def _embed_cached(self, texts: list[str]) -> list[list[float]]:
         """Sentence vectors for the citation check; abstract sentences recur across answers, so they are kept.
@@ -261,23 +334,116 @@ class Assistant:
         return sorted(entries, key=lambda e: (e.source, e.position))
 
 
-def outside_scope(assistant: Assistant, question: str, paper_ids: list[str]) -> list[str]:
-    """Names in a question that the whole index has, but only in papers outside `paper_ids`.
+def _closest_in_scope(retrieval: Retrieval) -> str:
+    """'Closest papers in the scope' lines for an out-of-scope abstention."""
+    if not retrieval.papers:
+        return ""
+    lines = [f"- {p.label}" + (f" — {p.title}" if p.title and p.title != p.label else "") for p in retrieval.papers[:3]]
+    return "\n" + prompts.CLOSEST_IN_SCOPE + "\n" + "\n".join(lines)
 
-    An answer restricted to some papers abstains with "the abstracts don't say anything about X" even when X is
-    indexed; the UI uses this to say that X is outside the selection instead. Checked against the unscoped
-    index: a retrieved paper outside the scope whose label the question names, or whose abstract contains a
-    specific term of the question that no paper in the scope contains.
-    """
-    q = clean_question(question, assistant.settings.max_question_chars)
-    scope = set(paper_ids)
-    inside = list(assistant.retriever.store.get_papers(list(scope)).values())
-    outside = [p for p in assistant.retriever.retrieve(q, k=assistant.settings.top_k).papers
-               if p.paper_id not in scope]
-    names = [p.label for p in outside if mentions(q, p.label) and not any(mentions(q, i.label) for i in inside)]
-    for term in analyse(q).specific:
-        if any(mentions(term, n) for n in names) or any(mentions(p.text, term) for p in inside):
-            continue
-        if any(mentions(p.text, term) or mentions(term, p.label) for p in outside):
-            names.append(term)
-    return list(dict.fromkeys(names))
+
+# --- conversations -------------------------------------------------------------------------------------------
+
+MAX_HISTORY_TURNS = 6  # turns a chat keeps for resolving references (and sends an LLM rewrite as context)
+
+
+@dataclass
+class Turn:
+    """One answered chat turn: the question as typed, what was searched, the answer, and the papers it was
+    about (what a later "it" or "they" can mean)."""
+
+    question: str
+    searched: str
+    answer: Answer
+    referents: list[str]
+
+    def record(self) -> TurnRecord:
+        return TurnRecord(self.question, self.searched, list(self.referents))
+
+
+class Conversation:
+    """One user's chat (never shared between sessions): each turn is resolved against the earlier ones
+    (rag/answer/conversation.py), then answered by the assistant. The UI, `papers chat`, `papers ask
+    --conversation`, the `/v1` endpoint, MCP and the eval all ask through this class."""
+
+    def __init__(self, assistant: Assistant) -> None:
+        self.assistant = assistant
+        self.turns: list[Turn] = []
+        self.history: list[TurnRecord] = []  # earlier turns known only as records (a /v1 client's messages)
+
+    def records(self) -> list[TurnRecord]:
+        return (self.history + [t.record() for t in self.turns])[-MAX_HISTORY_TURNS:]
+
+    def _named(self, text: str) -> list[str]:
+        return self.assistant._named(text)
+
+    def _label(self, paper_id: str) -> str:
+        local = self.assistant.retriever.local_index
+        return local.papers[paper_id].label if local is not None and paper_id in local.papers else paper_id
+
+    def _describes(self, paper_id: str, noun: str) -> bool:
+        local = self.assistant.retriever.local_index
+        entry = local.papers.get(paper_id) if local is not None else None
+        return entry is not None and bool(re.search(rf"\b{re.escape(noun)}", entry.text + " " + entry.label, re.I))
+
+    def resolve(self, question: str, use_llm: bool = False) -> tuple[Resolution, str | None]:
+        """How this turn is asked, and a notice when the LLM's rewrite could not be used."""
+        history = self.records()
+        res = resolve(question, history, self._named, self._label, self._describes)
+        if not (use_llm and res.depends):
+            return res, None
+        try:
+            text = llm_rewrite(self.assistant.settings, question, history, [t.answer.answer for t in self.turns],
+                               self._label)
+        except LLMUnavailable as e:
+            return res, f"LLM not used: {e.reason}; the follow-up was resolved without it"
+        if acceptable_rewrite(text, question, history, self._named, 3 * len(question) + 200):
+            return Resolution(text, res.papers, res.referents, "llm"), None
+        return res, None
+
+    def ask(self, question: str, **kwargs: Any) -> Answer:
+        answer = None
+        for event in self.stream(question, **kwargs):
+            if event.kind == "final":
+                answer = event.answer
+        assert answer is not None
+        return answer
+
+    def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
+               mode: str | None = None) -> Iterator[StreamEvent]:
+        """Resolve the turn, then stream its answer; the turn is remembered when it completes."""
+        q = clean_question(question, self.assistant.settings.max_question_chars)
+        use_llm = self.assistant.resolve_mode(mode) == "llm"
+        res, notice = self.resolve(q, use_llm)
+        turn_mode = "extractive" if notice else mode  # the LLM just failed: do not wait for it twice
+        for event in self.assistant.stream(res.question, k=k, paper_ids=paper_ids, mode=turn_mode, within=res.papers):
+            if event.kind == "final" and event.answer is not None:
+                a = event.answer
+                a.question = q
+                a.rewritten = res.question if res.question != q else None
+                if notice:
+                    a.notice = " ".join(x.rstrip(".") + "." for x in (a.notice, notice) if x)
+                self.turns.append(Turn(q, res.question, a, self._referents(res, a)))
+                del self.turns[:-MAX_HISTORY_TURNS]
+            yield event
+
+    def _referents(self, res: Resolution, answer: Answer) -> list[str]:
+        """What this turn was about: the papers it referred to or named, else the papers its answer cites."""
+        if res.referents:
+            return list(res.referents)
+        if answer.outside_scope or answer.abstained:
+            return []
+        return [c.paper_id for c in answer.citations]
+
+    def remember(self, question: str, reply: str) -> None:
+        """An earlier turn known only by its text (a chat client sends the history back): resolved as it would
+        have been, its papers read from the names in the question and in the reply."""
+        history = self.records()
+        res = resolve(question, history, self._named, self._label, self._describes)
+        referents = res.referents or self._named(reply)[:4]
+        self.history.append(TurnRecord(question, res.question, referents))
+        del self.history[:-MAX_HISTORY_TURNS]
+
+    def clear(self) -> None:
+        self.turns.clear()
+        self.history.clear()

@@ -1,156 +1,260 @@
-"""Conversations: follow-up questions are rewritten into standalone ones before retrieval.
+"""Resolving a chat turn: does it depend on earlier turns, and on which papers?
 
-"and how much memory does it save?" means nothing to a retriever. With an LLM the question is rewritten by the
-model (and checked: it must keep the paper the conversation is about); without one, pronouns are replaced by
-the label of the paper the previous answer cited, and retrieval is kept to the papers of the previous turn.
-Citations stay numbered per answer.
+A chat is several questions in a row, and most of them stand alone: a question that names its papers ("And
+which RL algorithm does RLRT augment?"), or asks a new topic with no word that points back ("Okay, switching
+topics: which paper studies glaciers?"), is sent as typed, without its leading filler. Only a real reference is
+resolved, read from the question's grammar:
+
+- a singular reference (it, its, this method, the paper, the model, ...) means the paper the last turn was
+  about; "the benchmark" / "the dataset" means the latest such paper whose abstract has one;
+- a plural reference (both, these, the two, each, which of them; they/their in a comparison) means every paper
+  the last turn was about when it was about several, else the last two papers the chat was about, oldest first:
+  "how do they differ?" after A and then B is about A and B;
+- they/their outside a comparison mean the last paper's authors (one paper);
+- an ellipsis ("And on LIBERO?", "what about memory?") continues the last question; "what about B?" naming a
+  paper asks the last question about B.
+
+The resolved question names the papers it refers to (labels put in place of the reference words), so the
+answerer treats it like a question that named them; retrieval is kept to those papers. Nothing here knows any
+corpus: names come from the index's labels (rag/answer/naming.py), the rest from English function words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from rag import prompts
-from rag.corpus.labels import mentions
-from rag.answer.question import analyse, clean_question
-from rag.schema import Answer, StreamEvent
-
-_STARTERS_RE = re.compile(r"^(and|also|but|so|then|ok|okay|plus)\b[\s,]*", re.I)
-_WHAT_ABOUT_RE = re.compile(r"^(?:and\s+|but\s+)?(?:what|how)\s+about\s+(.+?)\s*\??$", re.I)
-_PRONOUN_RE = re.compile(
-    r"\b(it|its|it's|they|their|theirs|them|this (?:method|paper|model|approach|work|benchmark|one)|"
-    r"that (?:method|paper|model|approach|work|benchmark|one)|the (?:method|paper|model|approach|benchmark)|"
-    r"these|those|the same)\b", re.I)
-MAX_HISTORY_TURNS = 3
+# Discourse fillers that open a chat message and refer to nothing ("And", "Also", "OK so", "Alright then").
+_FILLER_RE = re.compile(r"^\s*(?:(?:and|also|but|so|then|ok|okay|alright|all right|right|now|well|plus|hmm+|great|"
+                        r"thanks|thank you|cool|nice|next|another question|one more(?: thing| question)?|"
+                        r"by the way|btw|moving on|anyway|actually)\b[\s,;:.!\-–—]*)+", re.I)
+# A short preamble before a colon ("switching topics:", "unrelated:"), when it asks nothing itself.
+_PREAMBLE_RE = re.compile(r"^\s*([^:?]{1,40}):\s+(?=\S)")
+_WHAT_ABOUT_RE = re.compile(r"^\s*(?:what|how)\s+about\s+(.+?)\s*\??\s*$", re.I)
+_QUESTION_START_RE = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|how|why|when|where|is|are|was|were|does|do|did|can|could|would|will|should|"
+    r"has|have|had|may|might|compare|contrast|list|name|tell|give|show|explain|summari[sz]e|describe|define|find|"
+    r"please|i\b|we\b|in\s+what|on\s+what|for\s+what|to\s+what|by\s+how)\b", re.I)
+_PREPOSITION_START_RE = re.compile(r"^\s*(?:on|in|for|with|at|under|over|across|compared(?:\s+to|\s+with)?|versus|vs\.?|"
+                                   r"than|without|beyond|per|against|from|to|using)\b", re.I)
+_NOUNS = r"(?:method|methods|paper|papers|model|models|approach|approaches|framework|frameworks|work|works|" \
+         r"technique|techniques|system|systems|algorithm|algorithms|architecture|study|studies|one|ones|authors|" \
+         r"proposed\s+\w+|benchmark|benchmarks|dataset|datasets|task|suite)"
+_PLURAL_RE = re.compile(
+    r"\b(?:both(?:\s+of\s+(?:them|these|those|the\s+two))?(?:\s+" + _NOUNS + r")?|"
+    r"(?:these|those)(?:\s+two)?(?:\s+" + _NOUNS + r")?|the\s+two(?:\s+" + _NOUNS + r")?|"
+    r"(?:which|each|either|neither|one)\s+of\s+(?:them|these|those|the\s+two)(?:\s+" + _NOUNS + r")?|"
+    r"the\s+(?:former|latter))\b", re.I)
+_THEY_RE = re.compile(r"\b(they|them|their|theirs|themselves)\b", re.I)
+_SINGULAR_RE = re.compile(
+    r"\b(?:(its|it|itself)|(?:this|that)\s+" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|approach|"
+    r"framework|work|technique|system|algorithm|architecture|study|authors|proposed\s+\w+))\b", re.I)
+_DEFINITE_THING_RE = re.compile(r"\bthe\s+(benchmark|dataset|task|suite|environment|testbed|corpus)\b", re.I)
+_COMPARISON_RE = re.compile(r"\b(?:compar\w*|differ\w*|versus|vs\.?|contrast\w*|similar\w*|same|better|worse|"
+                            r"faster|slower|more|less|than|both|which\s+of|either|neither|whereas|common)\b", re.I)
+_LOOKUP_RE = re.compile(r"^\s*(?:which|what|any|is\s+there\s+a|are\s+there)\s+(?:\w+\s+){0,2}"
+                        r"(?:papers?|works?|studies|study|methods?|approaches?|abstracts?)\b|^\s*who\s+\w+", re.I)
+MAX_LOOKBACK = 4  # earlier turns a reference may reach
 
 
 @dataclass
-class Turn:
+class TurnRecord:
+    """What resolution needs of an earlier turn: the question as typed and as searched, and the papers it
+    was about (named by it, or cited by its answer)."""
+
     question: str
-    standalone: str
-    answer: Answer
+    searched: str
+    referents: list[str] = field(default_factory=list)
 
 
 @dataclass
-class Rewrite:
-    """A follow-up made standalone: the question to retrieve with, and the papers to keep to (if any)."""
+class Resolution:
+    """How a turn is asked: `question` is what is searched and answered; `papers` (when set) keeps retrieval
+    to the papers the turn refers to; `how` says why ('as typed', 'reference', 'ellipsis', 'switch', 'llm')."""
 
     question: str
-    scope: list[str] | None = None
-    how: str = "as-is"  # 'as-is', 'carry-over' or 'llm'
-    notice: str | None = None
+    papers: list[str] | None = None
+    referents: list[str] = field(default_factory=list)
+    how: str = "as typed"
+
+    @property
+    def depends(self) -> bool:
+        return self.how != "as typed"
 
 
-@dataclass
-class Conversation:
-    """One user's chat: its own history, never shared between sessions."""
+def strip_filler(question: str, names_any: Callable[[str], bool]) -> str:
+    """The question without an opening filler ("And", "Also,", "Okay, switching topics:"). A preamble before a
+    colon is dropped only when it names no paper and asks nothing ("Compare DuST and PTRM: ..." stays)."""
+    q = _FILLER_RE.sub("", question, count=1)
+    m = _PREAMBLE_RE.match(q)
+    if m and len(m.group(1).split()) <= 4 and not names_any(m.group(1)) and not _QUESTION_START_RE.match(m.group(1)):
+        q = q[m.end():]
+    q = q.strip()
+    return (q[:1].upper() + q[1:]) if q and q != question.strip() else (q or question.strip())
 
-    assistant: Any  # the rag.service.Assistant answering this chat
-    turns: list[Turn] = field(default_factory=list)
 
-    def _previous(self) -> Turn | None:
-        return self.turns[-1] if self.turns else None
+def _recent(history: Sequence[TurnRecord]) -> list[TurnRecord]:
+    return [t for t in list(history)[-MAX_LOOKBACK:] if t.referents][::-1]  # newest first
 
-    def is_follow_up(self, question: str) -> bool:
-        prev = self._previous()
-        if prev is None:
-            return False
-        mentions_paper = any(mentions(question, c.label) for c in prev.answer.citations) or bool(
-            [r for r in prev.answer.retrieved if mentions(question, r.label)])
-        if _WHAT_ABOUT_RE.match(question):
-            return True
-        if mentions_paper and not _PRONOUN_RE.search(question):
-            return False
-        return bool(_STARTERS_RE.match(question) or _PRONOUN_RE.search(question))
 
-    def rewrite(self, question: str, use_llm: bool) -> Rewrite:
-        """The standalone form of a question (unchanged when it is not a follow-up)."""
-        prev = self._previous()
-        if prev is None or not self.is_follow_up(question):
-            return Rewrite(question)
-        carried = self._carry_over(question, prev)
-        if not use_llm:
-            return carried
-        from rag.answer.llm import LLMUnavailable, complete
-        from llama_index.core.llms import ChatMessage, MessageRole
+def plural_referents(history: Sequence[TurnRecord]) -> list[str]:
+    """The papers "they / both / these" mean: all of the last turn's when it had several, else the last two
+    papers the chat was about, in the order they came up."""
+    recent = _recent(history)
+    if not recent:
+        return []
+    if len(recent[0].referents) >= 2:
+        return list(recent[0].referents)
+    out: list[str] = []
+    for t in recent:
+        for p in t.referents[:1]:
+            if p not in out:
+                out.append(p)
+        if len(out) == 2:
+            break
+    return out[::-1]
 
-        history = "\n".join(f"User: {t.question}\nAssistant: {t.answer.answer[:300]}"
-                            for t in self.turns[-MAX_HISTORY_TURNS:])
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=prompts.REWRITE_SYSTEM),
-                    ChatMessage(role=MessageRole.USER, content=prompts.REWRITE_USER.format(
-                        history=history, question=question))]
-        try:
-            text = complete(self.assistant.settings, messages, max_tokens=80).splitlines()[0].strip().strip('"')
-        except LLMUnavailable as e:
-            carried.notice = f"LLM not used: {e.reason}; follow-up rewritten and answered without it"
-            return carried
-        labels = [c.label for c in prev.answer.citations]
-        # The rewrite must still be about the paper(s) of the conversation, and must be a question of sane size.
-        if not text or len(text) > 3 * len(question) + 200 or (labels and not any(mentions(text, x) for x in labels)):
-            return carried
-        return Rewrite(text, carried.scope, "llm")
 
-    def _carry_over(self, question: str, prev: Turn) -> Rewrite:
-        """Without an LLM: put the previous turn's papers and key terms into the follow-up."""
-        labels = [c.label for c in prev.answer.citations]
-        ids = [c.paper_id for c in prev.answer.citations]
-        if not labels:  # the previous answer abstained: keep to the papers its question named
-            named = [r for r in prev.answer.retrieved if mentions(prev.standalone, r.label)]
-            labels, ids = [r.label for r in named], [r.paper_id for r in named]
-        what_about = _WHAT_ABOUT_RE.match(question)
-        if what_about:
-            subject = what_about.group(1)
-            old = next((x for x in labels + [r.label for r in prev.answer.retrieved] if mentions(prev.standalone, x)),
-                       None)
-            if old:
-                text = re.sub(re.escape(old), subject, prev.standalone, flags=re.I)
-            else:
-                text = f"{prev.standalone.rstrip('?')} — {subject}?"
-            return Rewrite(text, None, "carry-over")
-        body = _STARTERS_RE.sub("", question).strip()
-        body = body[:1].upper() + body[1:]
-        if len(labels) == 1:
-            label = labels[0]
-            text = _PRONOUN_RE.sub(lambda m: label + ("'s" if m.group(1).lower() in ("its", "their") else ""),
-                                   body, count=1)
-            if text == body:
-                text = f"{body.rstrip('?')} ({label})?"
-        elif labels:
-            text = f"{body.rstrip('?')} ({', '.join(labels)})?"
-        else:
-            terms = " ".join(sorted(analyse(prev.standalone).words))
-            text = f"{body.rstrip('?')} ({terms})?"
-        return Rewrite(text, ids or None, "carry-over")
+def singular_referent(history: Sequence[TurnRecord], thing: str = "",
+                      describes: Callable[[str, str], bool] | None = None) -> list[str]:
+    """The paper "it / the method" means (the last turn's first paper); for "the benchmark" the latest paper
+    whose abstract has one."""
+    recent = _recent(history)
+    if thing and describes is not None:
+        for t in recent:
+            for p in t.referents:
+                if describes(p, thing):
+                    return [p]
+    return recent[0].referents[:1] if recent else []
 
-    def ask(self, question: str, **kwargs: object) -> Answer:
-        answer = None
-        for event in self.stream(question, **kwargs):
-            if event.kind == "final":
-                answer = event.answer
-        assert answer is not None
-        return answer
 
-    def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
-               mode: str | None = None) -> Iterator[StreamEvent]:
-        """Rewrite a follow-up, then stream the answer; the turn is remembered when it completes."""
-        q = clean_question(question, self.assistant.settings.max_question_chars)
-        use_llm = self.assistant.resolve_mode(mode) == "llm"
-        rw = self.rewrite(q, use_llm)
-        scope = paper_ids or rw.scope
-        # The LLM just failed on the rewrite: answer this turn without it rather than wait for it twice.
-        turn_mode = "extractive" if rw.notice else mode
-        for event in self.assistant.stream(rw.question, k=k, paper_ids=scope, mode=turn_mode):
-            if event.kind == "final" and event.answer is not None:
-                event.answer.question = q
-                event.answer.rewritten = rw.question if rw.question != q else None
-                if rw.notice:
-                    event.answer.notice = " ".join(x.rstrip(".") + "." for x in (event.answer.notice, rw.notice)
-                                                   if x)
-                self.turns.append(Turn(q, rw.question, event.answer))
-            yield event
+def _join(labels: list[str]) -> str:
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
-    def clear(self) -> None:
-        self.turns.clear()
+
+def _possessive(label: str) -> str:
+    return label + ("'" if label.endswith("s") else "'s")
+
+
+def _substitute_plural(question: str, labels: list[str]) -> str:
+    both = _join(labels)
+    out, n = _PLURAL_RE.subn(lambda m: _plural_phrase(m.group(0), labels), question, count=1)
+    if n == 0:  # a comparison with only they/them/their
+        out = _THEY_RE.sub(lambda m: _pronoun_phrase(m.group(1), labels), question, count=1)
+    # Any further they/their refer to the same papers; keep them (the labels are already named once).
+    return out if out != question else f"{question.rstrip(' ?')} ({both})?"
+
+
+def _plural_phrase(phrase: str, labels: list[str]) -> str:
+    low = phrase.lower()
+    joined = _join(labels)
+    for lead in ("which", "each", "either", "neither", "one"):
+        if low.startswith(lead + " "):
+            return f"{phrase.split()[0]} of {joined}"
+    if low.startswith("both"):
+        return f"{phrase.split()[0]} {joined}"
+    if low.startswith("the former"):
+        return labels[0]
+    if low.startswith("the latter"):
+        return labels[-1]
+    return joined
+
+
+def _pronoun_phrase(word: str, labels: list[str]) -> str:
+    if word.lower() in ("their", "theirs", "its"):
+        return " and ".join(_possessive(x) for x in labels) if len(labels) > 1 else _possessive(labels[0])
+    return _join(labels)
+
+
+def _substitute_singular(question: str, label: str, thing: str) -> str:
+    if thing:
+        out, n = _DEFINITE_THING_RE.subn(lambda m: f"{_possessive(label)} {m.group(1)}", question, count=1)
+        if n:
+            return out
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1):
+            return _possessive(label) if m.group(1).lower() == "its" else label
+        return label
+
+    out, n = _SINGULAR_RE.subn(one, question, count=1)
+    if n == 0:
+        out, n = _THEY_RE.subn(lambda m: _pronoun_phrase(m.group(1), [label]), question, count=1)
+    return out if n else f"{question.rstrip(' ?')} ({label})?"
+
+
+def resolve(question: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],
+            labels: Callable[[str], str], describes: Callable[[str, str], bool] | None = None) -> Resolution:
+    """How to ask `question` after `history` (oldest turn first).
+
+    `named(text)` gives the ids of indexed papers a text names, `labels(id)` a paper's label, and
+    `describes(id, noun)` whether a paper's abstract has that thing ("benchmark").
+    """
+    body = strip_filler(question, lambda s: bool(named(s)))
+    names = named(body)
+    if not history:
+        return Resolution(body, referents=names)
+    what_about = _WHAT_ABOUT_RE.match(body)
+    plural = bool(_PLURAL_RE.search(body)) or (bool(_THEY_RE.search(body)) and bool(_COMPARISON_RE.search(body)))
+    singular = bool(_SINGULAR_RE.search(body)) or (bool(_THEY_RE.search(body)) and not plural)
+    previous = next((t for t in reversed(history) if t.searched), None)
+    if names:
+        if what_about and previous is not None and not _QUESTION_START_RE.match(what_about.group(1)):
+            return _switch(previous, names, labels)
+        if singular and not plural and _COMPARISON_RE.search(body):
+            # "How does it compare to GRAM?": the paper of the chat and the one named.
+            earlier = [p for p in singular_referent(history) if p not in names]
+            if earlier:
+                return Resolution(_substitute_singular(body, labels(earlier[0]), ""), earlier + names,
+                                  earlier + names, "reference")
+        return Resolution(body, referents=names)
+    if _LOOKUP_RE.match(body) and not _PLURAL_RE.search(body):
+        return Resolution(body)  # "which paper ...?" asks for a paper: a new topic, whatever words it uses
+    if plural:
+        papers = plural_referents(history)
+        if len(papers) >= 2:
+            return Resolution(_substitute_plural(body, [labels(p) for p in papers]), papers, papers, "reference")
+        singular = True
+    thing_match = _DEFINITE_THING_RE.search(body)
+    thing = thing_match.group(1).lower() if thing_match else ""
+    if singular or thing:
+        papers = singular_referent(history, thing, describes)
+        if papers:
+            return Resolution(_substitute_singular(body, labels(papers[0]), thing), papers, papers, "reference")
+        return Resolution(body)
+    if previous is not None and (what_about or (body != question.strip() and not _QUESTION_START_RE.match(body))
+                                 or _PREPOSITION_START_RE.match(body)):
+        return _ellipsis(previous, what_about.group(1) if what_about else body)
+    return Resolution(body)
+
+
+def _switch(previous: TurnRecord, names: list[str], labels: Callable[[str], str]) -> Resolution:
+    """"what about B?" after a question about A: the same question about B."""
+    text = previous.searched
+    old = [labels(p) for p in previous.referents]
+    for label in old:
+        if re.search(re.escape(label), text, re.I):
+            text = re.sub(re.escape(label), _join([labels(p) for p in names]), text, count=1, flags=re.I)
+            return Resolution(text, names, names, "switch")
+    return Resolution(f"{text.rstrip(' ?')} ({_join([labels(p) for p in names])})?", names, names, "switch")
+
+
+def _ellipsis(previous: TurnRecord, fragment: str) -> Resolution:
+    """"And on LIBERO?" / "what about memory?": the last question, continued by the fragment."""
+    frag = fragment.strip().rstrip("?").strip()
+    base = previous.searched.strip().rstrip("?").rstrip()
+    joiner = " " if _PREPOSITION_START_RE.match(frag) else ", and "
+    papers = previous.referents or None
+    return Resolution(f"{base}{joiner}{frag}?", papers, list(previous.referents), "ellipsis")
+
+
+def acceptable_rewrite(rewrite: str, typed: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],
+                       max_chars: int) -> bool:
+    """An LLM's rewrite of a turn is used only when it keeps every paper the user named and adds none the
+    conversation did not name, and is a question of sane size."""
+    if not rewrite or len(rewrite) > max_chars:
+        return False
+    mine, theirs = set(named(typed)), set(named(rewrite))
+    known = mine | {p for t in history for p in t.referents}
+    return mine <= theirs and theirs <= known

@@ -270,3 +270,22 @@ def complete(settings: Settings, messages: list[ChatMessage], max_tokens: int | 
     if not text:
         raise LLMUnavailable(f"the LLM at {endpoint(settings)} sent an empty reply")
     return text
+
+
+def llm_rewrite(settings: Settings, question: str, history: list[Any], replies: list[str],
+                label: Callable[[str], str]) -> str:
+    """The model's standalone form of a follow-up (first line of its reply); the caller checks it names no paper
+    the conversation did not (rag/answer/conversation.py, acceptable_rewrite)."""
+    from llama_index.core.llms import ChatMessage, MessageRole
+
+    turns = []
+    for i, t in enumerate(history):
+        about = ", ".join(label(p) for p in t.referents)
+        reply = replies[i - (len(history) - len(replies))][:300] if i >= len(history) - len(replies) else ""
+        turns.append(f"User: {t.question}" + (f"\nAbout: {about}" if about else "") +
+                     (f"\nAssistant: {reply}" if reply else ""))
+    messages = [ChatMessage(role=MessageRole.SYSTEM, content=prompts.REWRITE_SYSTEM),
+                ChatMessage(role=MessageRole.USER, content=prompts.REWRITE_USER.format(history="\n".join(turns),
+                                                                                        question=question))]
+    text = complete(settings, messages, max_tokens=80).strip()
+    return text.splitlines()[0].strip().strip('"') if text else ""
