@@ -161,9 +161,14 @@ def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary
             left = re.search(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$", out)
             right = re.match(r"[^\W\d_]+", t)
             last = left.group(1).split("-")[-1] if left else ""
-            keep = bool(left and right and (vocab.keeps_hyphen(left.group(1), right.group(0))
-                                            or vocab.keeps_hyphen(last, right.group(0))))
+            # "state-" + "of-the-art": a line that starts inside a hyphenated compound continues it
+            chain = bool(re.match(r"[^\W\d_]+-[^\W\d_]", t))
+            keep = chain or bool(left and right and (vocab.keeps_hyphen(left.group(1), right.group(0))
+                                                     or vocab.keeps_hyphen(last, right.group(0))))
             out = (out if keep else out[:-1]) + t
+        elif re.search(r"(?:https?:/*|www\.|://)\S*[/:.]?$", out.rsplit(" ", 1)[-1]) and out.endswith(("/", ":", ".", "-")) \
+                and not re.match(r"[A-Z]", t):
+            out += t  # a URL broken at the line end ("https:" + "//github.com/...")
         else:
             out = f"{out} {t}" if out else t
     return out
@@ -235,7 +240,9 @@ def _bodyish(ln: Line, body: float) -> bool:
 
 def _gutter(lines: list[Line], width: float, body: float) -> float | None:
     """The x of the empty strip between two columns, or None for a single-column page."""
-    prose = [ln for ln in lines if _bodyish(ln, body) and ln.x1 - ln.x0 > 0.2 * width]
+    # lines of body type wider than a fifth of the page; full-width ones (a caption under a teaser figure, a
+    # single-column page) say nothing about a gutter elsewhere on the page
+    prose = [ln for ln in lines if _bodyish(ln, body) and 0.2 * width < ln.x1 - ln.x0 < 0.7 * width]
     if len(prose) < 8:
         return None
     best: list[tuple[int, int]] = []
@@ -302,7 +309,7 @@ def _furniture(pages: list[Page], body: float) -> set[int]:
             key = re.sub(r"\d+", "#", ln.text.lower()).strip()
             seen.setdefault(key, []).append((p.number, ln.baseline))
     for p in pages:
-        text_lines = [ln for ln in p.lines if _bodyish(ln, body)]
+        text_lines = [ln for ln in p.lines if _bodyish(ln, body) and ln.size >= 0.97 * body]
         top = min((ln.top for ln in text_lines), default=0.0)
         bottom = max((ln.bottom for ln in text_lines), default=p.height)
         for ln in p.lines:
@@ -382,15 +389,21 @@ def _blocks(lines: list[Line], body: float) -> list[Block]:
     return blocks
 
 
-def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, float]]) -> str:
+def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, float]],
+          height: float = 792.0) -> str:
     """What a block in the body of the paper is (title, authors and abstract are found before)."""
     lines = block.lines
     first = line_text(lines[0])
     if _CAPTION_RE.match(first):
         return "caption"
+    size = sorted(ln.size for ln in lines)[len(lines) // 2]
+    opens_with_mark = _raised(lines[0].words[0], lines[0]) or bool(re.match(r"^[\d*†‡§¶∗⋆]\s?\S", first)) \
+        and lines[0].words[0].size < lines[0].size * 0.9
+    if size <= 0.92 * body and lines[-1].baseline > 0.6 * height and (opens_with_mark or _raised(
+            lines[0].words[0], lines[0])):
+        return "footnote"
     if len(lines) <= 2 and all(_heading_like(ln, body) for ln in lines):
         return "heading"
-    size = sorted(ln.size for ln in lines)[len(lines) // 2]
     if size < 0.85 * body:
         return "small"  # footnotes, figure labels, tables in small type
     text = " ".join(line_text(ln) for ln in lines)
@@ -458,6 +471,7 @@ def _authors(rows: list[list[Line]]) -> list[str]:
     names: list[str] = []
     last: float | None = None
     other_between = False
+    starts: list[float] = []
     for row in rows:
         if style is None:
             for seg in row:
@@ -481,7 +495,11 @@ def _authors(rows: list[list[Line]]) -> list[str]:
         found = [n for seg in in_style for n in _names_of(seg, style)]
         if not found and names:
             break
+        if other_between and names and len(found) < 2 and not any(
+                abs(seg.x0 - x) < 0.5 * style[1] for seg in in_style for x in starts):
+            break  # one more "name" under the e-mails or affiliations, not in the authors' grid: an affiliation
         names.extend(found)
+        starts.extend(seg.x0 for seg in in_style)
         last, other_between = baseline, False
     return list(dict.fromkeys(names))
 
@@ -614,6 +632,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
         for col, w in _column_width([ln for ln in p.lines if id(ln) not in furniture], body).items():
             widths[(p.number, col)] = w
     blocks = _blocks(rest, body)
+    heights = {p.number: p.height for p in pages}
     section = ""
     in_abstract = False
     in_references = False
@@ -630,7 +649,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
                 b.kind = "heading"
             b.section = section
             continue
-        kind = _kind(b, body, widths)
+        kind = _kind(b, body, widths, heights[b.page])
         if kind == "heading":
             heading = clean_field(" ".join(line_text(ln) for ln in b.lines))
             in_abstract = False
@@ -643,6 +662,9 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
                 in_references = False
             section = heading
             b.kind, b.section = "heading", section
+            continue
+        if in_abstract and kind in ("footnote", "small", "figure", "caption", "table", "equation"):
+            b.kind, b.section = kind, ""  # a footnote or figure beside the abstract does not end it
             continue
         if in_abstract:
             size = sorted(ln.size for ln in b.lines)[len(b.lines) // 2]
