@@ -253,7 +253,7 @@ def _gutter(lines: list[Line], width: float, body: float) -> float | None:
             continue
         left = sum(1 for ln in prose if ln.x1 <= x + 1)
         right = sum(1 for ln in prose if ln.x0 >= x - 1)
-        if min(left, right) >= max(3, 0.2 * len(prose)):
+        if min(left, right) >= max(3, 0.1 * len(prose)):
             best.append((cross, x))
     if not best:
         return None
@@ -275,11 +275,12 @@ def _columns(page: Page, gutter: float | None) -> None:
             ln.column = 0
 
 
-def _reading_order(lines: list[Line], two_columns: bool, head_end: float = -1.0) -> list[Line]:
-    """Left column, then right, between the full-width lines; lines above `head_end` row by row."""
+def _reading_order(lines: list[Line], two_columns: bool, head: set[int] | None = None) -> list[Line]:
+    """Left column, then right, between the full-width lines; the lines in `head` first, row by row."""
     rows = sorted(lines, key=lambda ln: (ln.baseline, ln.x0))
-    head = [ln for ln in rows if ln.baseline < head_end]
-    rest = [ln for ln in rows if ln.baseline >= head_end]
+    head = head or set()
+    rest = [ln for ln in rows if id(ln) not in head]
+    head = [ln for ln in rows if id(ln) in head]
     if not two_columns:
         return head + rest
     out: list[Line] = list(head)
@@ -312,14 +313,16 @@ def _furniture(pages: list[Page], body: float) -> set[int]:
         text_lines = [ln for ln in p.lines if _bodyish(ln, body) and ln.size >= 0.97 * body]
         top = min((ln.top for ln in text_lines), default=0.0)
         bottom = max((ln.bottom for ln in text_lines), default=p.height)
+        lowest = max((ln.baseline for ln in p.lines), default=0.0)
+        highest = min((ln.baseline for ln in p.lines), default=0.0)
         for ln in p.lines:
             key = re.sub(r"\d+", "#", ln.text.lower()).strip()
             near_edge = ln.baseline < 0.1 * p.height or ln.baseline > 0.9 * p.height
             others = {n for n, b in seen.get(key, []) if n != p.number and abs(b - ln.baseline) < 0.02 * p.height}
             if len(pages) >= 3 and len(others) >= min(2, len(pages) - 1) and (near_edge or len(key) < 60):
                 out.add(id(ln))
-            elif near_edge and _PAGE_NUMBER_RE.match(ln.text):
-                out.add(id(ln))
+            elif _PAGE_NUMBER_RE.match(ln.text) and (near_edge or ln.baseline >= lowest or ln.baseline <= highest):
+                out.add(id(ln))  # a page number: the page's first or last line
             elif near_edge and ln.size < 0.97 * body and (ln.bottom <= top + 1 or ln.top >= bottom - 1):
                 out.add(id(ln))
     return out
@@ -616,17 +619,32 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
         body_lines = [ln for ln in first.lines if ln.baseline > title_end and _bodyish(ln, body)
                       and ln.chars >= 40 and id(ln) not in furniture]
         head_end = min((ln.baseline for ln in body_lines), default=title_end) - 0.3 * body
+    # Above the abstract, a two-column page's column text below the last full-width line of the head is the
+    # columns' (the right column may start above the abstract heading of the left one).
+    above = [ln for ln in first.lines if ln.baseline < head_end and id(ln) not in furniture]
+    head_ids = {id(ln) for ln in above}
+    for col in (1, 2):
+        # a column's text above the head's end (the right column may start above the left one's abstract
+        # heading): two or more lines of body type, set line after line, each holding a phrase
+        chain: list[Line] = []
+        for ln in sorted((ln for ln in above if ln.column == col), key=lambda ln: ln.baseline) + [None]:
+            if ln is not None and _bodyish(ln, body) and ln.chars >= 30 and (
+                    not chain or ln.baseline - chain[-1].baseline <= 1.75 * max(ln.size, chain[-1].size)):
+                chain.append(ln)
+                continue
+            if len(chain) >= 2:
+                head_ids.difference_update(id(x) for x in chain)
+            chain = [ln] if ln is not None and _bodyish(ln, body) and ln.chars >= 30 else []
     ordered: list[Line] = []
     for p in pages:
         lines = [ln for ln in p.lines if id(ln) not in furniture]
-        ordered += _reading_order(lines, two_columns[p.number], head_end if p.number == 1 else -1.0)
-    head = [ln for ln in ordered if ln.page == 1 and ln.baseline < head_end and ln not in title_lines
-            and ln.baseline > title_end]
+        ordered += _reading_order(lines, two_columns[p.number], head_ids if p.number == 1 else None)
+    head = [ln for ln in ordered if id(ln) in head_ids and ln not in title_lines and ln.baseline > title_end]
     authors = _authors(_rows(head))
     title = clean_field(_join([line_text(ln) for ln in title_lines]))
     # Body.
     vocab = Vocabulary.of([line_text(ln) for ln in ordered])
-    rest = [ln for ln in ordered if not (ln.page == 1 and ln.baseline < head_end)]
+    rest = [ln for ln in ordered if id(ln) not in head_ids]
     widths: dict[tuple[int, int], tuple[float, float]] = {}
     for p in pages:
         for col, w in _column_width([ln for ln in p.lines if id(ln) not in furniture], body).items():
