@@ -217,7 +217,7 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
         angle = pdfium_c.FPDFText_GetCharAngle(tp, i)
         if angle > 0.05 and abs(angle - 2 * math.pi) > 0.05:
             flush()
-            sideways.append((ox.value, -oy.value, ch))
+            sideways.append((ox.value, oy.value, ch))
             continue
         obj = pdfium_c.FPDFText_GetTextObject(tp, i)
         name, bold, italic = _font_name(pdfium_c.FPDFTextObj_GetFont(obj), fonts) if obj else ("", False, False)
@@ -226,8 +226,7 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
         mark = _combining(ch)
         if mark:
             # TeX draws an accent as a glyph of its own over the letter ("Trzcin´ski"): it goes back on the
-            # letter it stands over once the words are known
-            flush()
+            # letter it stands over once the words are known (the word goes on: the accent is no break)
             accents.append(((x0 + x1) / 2, baseline, mark))
             continue
         if cur:
@@ -244,7 +243,7 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
     textpage.close()
     for x, baseline, mark in accents:
         _attach(words, x, baseline, mark)
-    stamp = "".join(c for _x, _y, c in sorted(sideways, key=lambda s: (round(s[0]), s[1])))
+    stamp = "".join(c for _x, _y, c in sideways)  # in the order it was written
     return Page(number=number, width=width, height=height, lines=group_lines(words, number), sideways=stamp,
                 unmapped=unmapped)
 
