@@ -60,6 +60,7 @@ _EMAIL_RE = re.compile(r"\S+@\S+|\{[^}]*\}\s*@\S*")
 _VENUE_RE = re.compile(r"\b(?:proceedings|conference|workshop|symposium|transactions|journal)\b", re.IGNORECASE)
 _LOOSE_ACCENT_RE = re.compile(r"\s?([\u0300-\u036f])([^\W\d_])")
 _CID_RE = re.compile(r"\(cid:\d+\)")
+_THANKS_RE = re.compile(r"^(?:\d+\.?\s+)?acknowledge?ments?\b", re.IGNORECASE)
 
 
 @dataclass
@@ -717,6 +718,12 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
     for b, text in zip(blocks, texts):
         if b.kind not in keep or not text.strip():
             continue
+        if b.kind == "body" and (len(text.split()) < 3 or _letters(text) < 0.6):
+            b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
+            continue
+        if b.kind == "body" and _THANKS_RE.match(b.section):
+            b.kind = "acknowledgements"  # funding and thanks state no finding of the paper
+            continue
         name = "Abstract" if b.kind == "abstract" else b.section
         if sections and sections[-1][0] == b.page and sections[-1][1] == name:
             sections[-1] = (b.page, name, sections[-1][2] + " " + text)
@@ -760,7 +767,10 @@ def label_of(title: str) -> str:
     m = re.match(r"\s*([^:]{2,40}):", title)
     if m and len(m.group(1).split()) <= 4:
         return m.group(1).strip()
-    coined = [t.strip("(),.;") for t in title.split() if is_coined(t.strip("(),.;"))]
+    # a coined token has a capital inside a word part ("BlendFields", "GPT-4"), not only title case
+    # across a hyphen ("Population-Level")
+    coined = [t.strip("(),.;") for t in title.split() if is_coined(t.strip("(),.;"))
+              and not all(part[:1].isupper() and part[1:].islower() for part in t.strip("(),.;").split("-"))]
     if coined:
         return coined[0]
     words = title.split()
