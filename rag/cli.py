@@ -94,6 +94,8 @@ def _assistant(settings: Settings) -> Assistant:
 
 
 def _print_answer(answer: Answer, body: bool = True) -> None:
+    from rag.readers.sections import place
+
     if body:
         _echo(answer.answer)
     if answer.rewritten:
@@ -101,7 +103,7 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
     if answer.citations:
         _echo("\nSources:")
         for c in answer.citations:
-            page = f", p. {c.page}" if c.page else ""
+            page = f", {place(c.page, getattr(c, 'section', ''))}" if c.page else ""
             _echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
             if c.title:
                 _echo(f"    {c.reference}")

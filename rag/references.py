@@ -63,7 +63,7 @@ def _where(record: Any) -> str:
     return where
 
 
-def reference_line(record: Any, page: int | None = None) -> str:
+def reference_line(record: Any, page: int | None = None, section: str = "") -> str:
     """One line to paste: title (or label), authors, venue and year when the input had them, link, page,
     then where the paper was read from and its id."""
     parts = [_get(record, "title") or _get(record, "label")]
@@ -75,7 +75,9 @@ def reference_line(record: Any, page: int | None = None) -> str:
     if _link(record):
         parts.append(_link(record))
     if page:
-        parts.append(f"p. {page}")
+        from rag.readers.sections import place
+
+        parts.append(place(page, section))
     parts.append(_where(record))
     parts.append(f"id {_get(record, 'paper_id')}")
     line = ""
@@ -265,7 +267,8 @@ def paper_fields(record: Any) -> dict[str, str]:
 
 def citation_fields(record: Any, quote: str) -> dict[str, Any]:
     """The optional fields of `Citation`: metadata, the page the quote is on, and the reference with that page."""
-    from rag.readers.sections import page_of
+    from rag.readers.sections import where_of
 
-    page = page_of(_get(record, "text"), _get(record, "layout"), quote)
-    return paper_fields(record) | {"page": page, "reference": reference_line(record, page)}
+    page, section, _segment = where_of(_get(record, "text"), _get(record, "layout"), quote)
+    return paper_fields(record) | {"page": page, "section": section,
+                                   "reference": reference_line(record, page, section)}

@@ -25,6 +25,7 @@ class Citation:
     doi: str = ""
     url: str = ""
     page: int | None = None  # page of the quote, for papers read from PDFs
+    section: str = ""  # section heading the quote is in ("4.2 Datasets", "Abstract"), for PDFs
 
 
 @dataclass

@@ -140,7 +140,7 @@ def meta_line(meta: dict[str, str]) -> str:
 
 def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "") -> str:
     """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
-    tail = (f" · page {esc(page)}" if page else "") + (f" · {extra}" if extra else "")
+    tail = (f" · {esc(page) if page.startswith('p.') else 'page ' + esc(page)}" if page else "") + (f" · {extra}" if extra else "")
     return f"<div class='meta'>id {esc(paper_id)} · {esc(source)}#{position}{tail}</div>"
 
 
@@ -263,12 +263,21 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
     meta = paper_meta(c, entry)
     supporting = [s for s in c.quote.split(" … ") if s]
     supporting += [ch.evidence for ch in a.checks if ch.evidence and ch.evidence_n == c.n]
-    abstract = _highlight(entry.text, supporting) if entry and entry.text else f"<mark>{esc(c.quote)}</mark>"
+    shown = entry.text if entry else ""
+    place_shown = meta["page"]
+    if entry is not None and getattr(entry, "layout", ""):
+        # a paper read from a PDF: the card shows the section the quote is in, not the whole paper
+        from rag.readers.sections import place, where_of
+
+        page, section, segment = where_of(entry.text, entry.layout, c.quote)
+        shown = segment or shown
+        place_shown = place(page, section) or place_shown
+    abstract = _highlight(shown, supporting) if shown else f"<mark>{esc(c.quote)}</mark>"
     title = (f" <span class='card-title'>— {esc(meta['title'])}</span>"
              if meta["title"] and meta["title"] != c.label else "")
     return (f"<div class='evidence-card' id='ev-{turn}-{c.n}' data-turn='{turn}' data-n='{c.n}' "
             f"data-paper='{esc(c.paper_id)}'><div class='card-head'><span class='card-n'>[{c.n}]</span>"
-            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, meta['page'])}"
+            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, place_shown)}"
             f"<div class='abstract'>{abstract}</div></div>")
 
 
