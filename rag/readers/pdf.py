@@ -690,7 +690,11 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             run_in = _RUN_IN_RE.match(first_text) and (b.lines[0].words[0].bold or b.lines[0].words[0].italic)
             if abstract_style is None:
                 abstract_style = (size, 0.0)
-            if run_in or abs(size - abstract_style[0]) > 0.08 * abstract_style[0] or kind not in ("body",):
+            if run_in:
+                in_abstract, b.kind, b.section = False, "keywords", ""  # "Keywords:", "Index Terms—"
+                section = ""
+                continue
+            if abs(size - abstract_style[0]) > 0.08 * abstract_style[0] or kind not in ("body",):
                 in_abstract = kind == "body" and not run_in and abs(size - abstract_style[0]) <= 0.08 * size
                 if not in_abstract:
                     section = section if section != "Abstract" else ""
@@ -714,14 +718,24 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
         word = re.match(r"\S+", texts[nxt]).group(0)
         texts[i] = (joined[:len(head_part)] + word) if joined.startswith(head_part) else texts[i]
         texts[nxt] = texts[nxt][len(word):].lstrip()
+    # Captions and footnotes are prose, quoted as printed: each page's come after its body text (so they never
+    # cut a sentence running from one column into the next), a caption as its own section ("Figure 5").
+    for b, text in zip(blocks, texts):
+        if b.kind == "caption":
+            m = _CAPTION_RE.match(text)
+            b.section = re.sub(r"\s+", " ", m.group(0)).rstrip(".:| ") if m else "Caption"
+    aside = ("caption", "footnote")
+    order = sorted(range(len(blocks)), key=lambda i: (blocks[i].page, blocks[i].kind in aside, i))
+    blocks, texts = [blocks[i] for i in order], [texts[i] for i in order]
+    keep = ("abstract", "body", "caption", "footnote")
     sections: list[tuple[int, str, str]] = []
     for b, text in zip(blocks, texts):
         if b.kind not in keep or not text.strip():
             continue
-        if b.kind == "body" and (len(text.split()) < 3 or _letters(text) < 0.6):
+        if b.kind in ("body", "footnote", "caption") and (len(text.split()) < 3 or _letters(text) < 0.6):
             b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
             continue
-        if b.kind == "body" and _THANKS_RE.match(b.section):
+        if b.kind in ("body", "footnote") and _THANKS_RE.match(b.section):
             b.kind = "acknowledgements"  # funding and thanks state no finding of the paper
             continue
         name = "Abstract" if b.kind == "abstract" else b.section

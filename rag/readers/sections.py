@@ -88,6 +88,8 @@ def place(page: int | None, section: str = "") -> str:
         return f"p. {page}"
     if section == "Abstract":
         return f"p. {page}, abstract"
+    if re.match(r"^(?:figure|fig\.|table|tab\.|algorithm|listing)\s*\S+$", section, re.IGNORECASE):
+        return f"p. {page}, {section}"  # a caption: "p. 5, Figure 5"
     m = re.match(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s", section)
     short = m.group(1) if m else (section if len(section) <= 40 else section[:39] + "…")
     return f"p. {page}, §{short}"
