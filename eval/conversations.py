@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag.answer.question import analyse
+
 from eval.scoring import correctness, fact_present
 
 CONVERSATIONS_PATH = Path(__file__).resolve().parent / "conversations.jsonl"
@@ -82,7 +84,10 @@ def score_turn(turn: ConvTurn, answer: Any) -> dict[str, Any]:
     if turn.lead and answerable:
         lead = answer.lead or ""
         out["lead_ok"] = float(bool(lead) and fact_present(turn.lead, lead))
-        out["lead_given"] = float(bool(lead))
+        info = analyse(answer.rewritten or turn.q)
+        out["lead_kind"] = "number" if info.wants_number else "definition" if info.shape == "definition" else "other"
+    if answer.lead:  # the lead line is a span of a quoted sentence: the citation check must have passed it
+        out["lead_supported"] = float(any(c.supported and c.sentence.startswith(answer.lead) for c in answer.checks))
     return out
 
 
@@ -117,7 +122,10 @@ def _group(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "wrong_paper": _mean([r["wrong_paper"] for r in answerable]),
             "answerable_abstained": _mean([float(r["abstained"]) for r in answerable]),
             "must_abstain_abstained": _mean([float(r["abstained"]) for r in must]),
-            "lead_ok": _mean([r.get("lead_ok") for r in records])}
+            "lead_ok": _mean([r.get("lead_ok") for r in records]),
+            "lead_ok_number_definition": _mean([r.get("lead_ok") for r in records
+                                                if r.get("lead_kind") in ("number", "definition")]),
+            "lead_supported": _mean([r.get("lead_supported") for r in records])}
 
 
 def summarise_conversations(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -143,7 +151,7 @@ def summarise_conversations(records: Sequence[dict[str, Any]]) -> dict[str, Any]
 def conversation_table(summary: dict[str, Any]) -> str:
     """A Markdown table of the summary (all / first / follow-ups / each kind)."""
     cols = ["turns", "right", "cites_gold", "facts", "wrong_paper", "answerable_abstained",
-            "must_abstain_abstained", "lead_ok"]
+            "must_abstain_abstained", "lead_ok_number_definition", "lead_supported"]
     rows = [("all", summary["all"]), ("first turns", summary["first"]), ("follow-ups", summary["follow_up"])]
     rows += [(k, v) for k, v in summary["by_kind"].items()]
     out = ["| turns | " + " | ".join(c.replace("_", " ") for c in cols) + " |", "|" + "---|" * (len(cols) + 1)]

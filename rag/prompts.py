@@ -100,4 +100,6 @@ UNKNOWN_PAPER = "no indexed paper has id {paper_id!r}: list_papers (or `papers l
 # differs from the streamed draft (the CLI prints the same heading after a streamed answer).
 SERVE_BAD_KEY = "missing or invalid API key: send Authorization: Bearer <PAPERS_SERVE_API_KEY>"
 SERVE_NO_QUESTION = "no user message: the last user message is the question"
+SERVE_NO_MODEL = "model {model!r} is not served here: this server serves {served!r} (GET /v1/models)"
+SERVE_ONE_CHOICE = "n={n} is not supported: the assistant gives one checked answer per question (use n=1)"
 CHECKED_HEADING = "After the citation check:"

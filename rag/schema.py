@@ -24,7 +24,9 @@ class Citation:
     venue: str = ""
     doi: str = ""
     url: str = ""
+    key: str = ""            # the input's citation key (BibTeX key, CSL id, RIS ID)
     page: int | None = None  # page of the quote, for papers read from PDFs
+    section: str = ""  # section heading the quote is in ("4.2 Datasets", "Abstract"), for PDFs
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Retrieved:
     venue: str = ""
     doi: str = ""
     url: str = ""
+    key: str = ""
 
 
 @dataclass
@@ -97,3 +100,58 @@ class StreamEvent:
     kind: str
     text: str = ""
     answer: Answer | None = None
+
+
+@dataclass
+class LookupHit:
+    """A citation-lookup result (`papers cite`): a paper, its sentence that best matches the query, and how
+    strongly it matches."""
+
+    paper_id: str
+    label: str
+    source: str
+    position: int
+    score: float
+    sentence: str
+    reference: str
+    strength: str = "none"  # how well the best sentence carries the query: 'strong', 'weak' or 'none'
+    evidence: float = 0.0   # the evidence scorer's probability for that sentence
+    title: str = ""
+    authors: str = ""
+    year: str = ""
+    venue: str = ""
+    doi: str = ""
+    url: str = ""
+    key: str = ""
+
+
+@dataclass
+class PaperRecord:
+    """An indexed paper as every front end shows it (`papers list --json`, MCP list_papers / get_paper, the UI)."""
+
+    paper_id: str
+    label: str
+    source: str
+    position: int
+    title: str = ""
+    authors: str = ""
+    year: str = ""
+    venue: str = ""
+    doi: str = ""
+    arxiv: str = ""
+    url: str = ""
+    key: str = ""
+    collection: str = ""
+    full_text: bool = False  # read from a PDF: `text` below is then its abstract, the rest is in sections
+    abstract: str = ""
+
+
+def record(obj: Any) -> dict[str, Any]:
+    """The one serialiser of answers, citations, lookup hits and papers: plain JSON-ready dicts, with the
+    same fields in every front end (rounded scores and timings)."""
+    if isinstance(obj, Answer):
+        return obj.to_dict()
+    d = asdict(obj)
+    if isinstance(obj, LookupHit):
+        d["score"], d["evidence"] = round(obj.score, 4), round(obj.evidence, 4)
+    return d

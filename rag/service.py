@@ -27,27 +27,13 @@ from rag.answer.render import (_apply_renumber, _best_sentence, _renumber_repair
                                renumber_citations, sources_for, word_events)
 from rag.answer.retrieve import Retrieval, Retriever
 from rag.corpus.references import citation_fields, paper_fields
-from rag.errors import QuestionError
+from rag.corpus.sections import abstract_of
+from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
-from rag.schema import Answer, Citation, Retrieved, SentenceCheck, StreamEvent
+from rag.schema import Answer, Citation, LookupHit, PaperRecord, Retrieved, SentenceCheck, StreamEvent
 from rag.settings import Settings
 
 SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
-
-
-@dataclass
-class LookupHit:
-    """A `papers cite` result: a paper and its sentence that best matches the query."""
-
-    paper_id: str
-    label: str
-    source: str
-    position: int
-    score: float
-    sentence: str
-    reference: str
-    strength: str = "none"  # how well the best sentence carries the query: 'strong', 'weak' or 'none'
-    evidence: float = 0.0   # the evidence scorer's probability for that sentence
 
 
 class Assistant:
@@ -132,7 +118,7 @@ class Assistant:
 
     def stream(self, question: str, k: int | None = None, paper_ids: list[str] | None = None,
                mode: str | None = None, within: list[str] | None = None,
-               generate_stream: bool = True) -> Iterator[StreamEvent]:
+               generate_stream: bool = True, emphasis: tuple[str, ...] = ()) -> Iterator[StreamEvent]:
         """Answer as a stream of events; the citation check runs when the text is complete (`ask` asks the LLM
         for the whole reply at once: `generate_stream=False`).
 
@@ -173,7 +159,7 @@ class Assistant:
                 answer = self._fallback(q, retrieval, e.reason)
                 yield from word_events(answer.answer)
         else:
-            answer = self._extractive(q, retrieval)
+            answer = self._extractive(q, retrieval, emphasis)
             if paper_ids and answer.abstained:
                 answer = self._evidence_outside(q, retrieval, paper_ids) or answer
             yield from word_events(answer.answer)
@@ -238,11 +224,11 @@ class Assistant:
         """Word statistics of the current index (rarity, common vocabulary) for the evidence scorer."""
         return vocabulary_for(self.retriever.local_index)
 
-    def _extractive(self, question: str, retrieval: Retrieval) -> Answer:
+    def _extractive(self, question: str, retrieval: Retrieval, emphasis: tuple[str, ...] = ()) -> Answer:
         # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
         self.retriever.complete(retrieval)
         draft = draft_answer(question, retrieval, vocab=self.vocabulary())
-        return render_extractive(question, retrieval, draft, self.settings.unsupported)
+        return render_extractive(question, retrieval, draft, self.settings.unsupported, emphasis)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:
         answer = self._extractive(question, retrieval)
@@ -324,7 +310,8 @@ class Assistant:
         for p in retrieval.papers:
             prob, sentence = best.get(p.paper_id, (0.0, ""))
             out.append(LookupHit(p.paper_id, p.label, p.source, p.position, round(p.score, 4), sentence,
-                                 p.reference, "none" if by_chance else strength(prob), round(prob, 4)))
+                                 p.reference, "none" if by_chance else strength(prob), round(prob, 4),
+                                 **paper_fields(p)))
         return out
 
     def papers(self) -> list[CatalogEntry]:
@@ -332,6 +319,88 @@ class Assistant:
         local = self.retriever.local_index
         entries = list(local.papers.values()) if local is not None else []
         return sorted(entries, key=lambda e: (e.source, e.position))
+
+    def paper(self, paper_id: str) -> CatalogEntry | None:
+        """The indexed paper with this id (from the index version answers come from; the catalog otherwise)."""
+        local = self.retriever.local_index
+        if local is not None:
+            return local.papers.get(paper_id)
+        return self.retriever.store.catalog().get(paper_id)
+
+    def conversation(self) -> Conversation:
+        """A new chat with this assistant (one per user session)."""
+        return Conversation(self)
+
+
+def paper_record(entry: CatalogEntry) -> PaperRecord:
+    """An indexed paper as every front end shows it (its abstract: a PDF's text is the whole paper)."""
+    return PaperRecord(entry.paper_id, entry.label, entry.source, entry.position, entry.title, entry.authors,
+                       entry.year, entry.venue, entry.doi, entry.arxiv, entry.url, entry.key, entry.collection,
+                       bool(entry.layout), abstract_of(entry.text, entry.layout))
+
+
+def open_assistant(settings: Settings) -> Assistant:
+    """The one way every front end opens the assistant; failures are PapersErrors with the user's message."""
+    return Assistant(settings)
+
+
+class AssistantHolder:
+    """A long-running front end's assistant (UI, MCP, /v1), opened on first use, so a server starts (and says
+    why it cannot answer) before the first `papers ingest`; a failure is raised on each call and retried on the
+    next."""
+
+    def __init__(self, settings: Settings, assistant: Assistant | None = None) -> None:
+        self.settings = settings
+        self._assistant = assistant
+        self._lock = threading.Lock()
+
+    def get(self) -> Assistant:
+        with self._lock:
+            if self._assistant is None:
+                self._assistant = open_assistant(self.settings)
+            return self._assistant
+
+    def warm_up_in_background(self) -> None:
+        """Load the index and models while the server starts, so the first call does not pay for it."""
+
+        def work() -> None:
+            try:
+                self.get().retriever.warm_up()
+            except PapersError:
+                pass  # reported by the first call
+
+        threading.Thread(target=work, name="warm-up", daemon=True).start()
+
+
+class StreamView:
+    """The one consumer of `Assistant.stream` events for every front end.
+
+    `feed(event)` returns the text to append for front ends that can only append (a terminal, server-sent
+    events, a LlamaIndex token generator): a `reset` (the LLM failed mid-answer, or its draft gave way to the
+    extractive answer) appends a line saying so. `text` is the answer as a front end that redraws (the UI) shows
+    it now: a reset withdraws the draft. `answer` is the checked Answer once the stream ends.
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.appended = ""
+        self.answer: Answer | None = None
+        self.resets = 0
+
+    def feed(self, event: StreamEvent) -> str:
+        if event.kind == "token":
+            self.text += event.text
+            self.appended += event.text
+            return event.text
+        if event.kind == "reset":
+            self.text = ""
+            self.resets += 1
+            note = prompts.STREAM_RESET if not event.text else f"\n\n[{event.text}]\n\n"
+            self.appended += note
+            return note
+        if event.kind == "final":
+            self.answer = event.answer
+        return ""
 
 
 def _closest_in_scope(retrieval: Retrieval) -> str:
@@ -416,7 +485,8 @@ class Conversation:
         use_llm = self.assistant.resolve_mode(mode) == "llm"
         res, notice = self.resolve(q, use_llm)
         turn_mode = "extractive" if notice else mode  # the LLM just failed: do not wait for it twice
-        for event in self.assistant.stream(res.question, k=k, paper_ids=paper_ids, mode=turn_mode, within=res.papers):
+        for event in self.assistant.stream(res.question, k=k, paper_ids=paper_ids, mode=turn_mode, within=res.papers,
+                                           emphasis=tuple(res.emphasis)):
             if event.kind == "final" and event.answer is not None:
                 a = event.answer
                 a.question = q

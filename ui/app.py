@@ -24,13 +24,13 @@ from urllib.parse import urlparse
 import gradio as gr
 
 from rag import prompts
-from rag.answer.conversation import Conversation
+from rag.service import Conversation
 from rag.answer.question import clean_question
-from rag.errors import QuestionError
-from rag.service import Assistant, outside_scope
-from rag.schema import Answer, Citation
+from rag.errors import PapersError, QuestionError
+from rag.index.store import CatalogEntry
+from rag.schema import Answer, Citation, record
+from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
-from rag.index.store import CatalogEntry, StoreError
 from rag.text import split_sentences
 
 log = logging.getLogger(__name__)
@@ -75,24 +75,21 @@ def safe_url(url: str) -> str:
 
 
 class Backend:
-    """The shared assistant, created on first use so the UI starts (and says why) even without an index."""
+    """The shared assistant (opened on first use, so the UI starts and says why even without an index) and what
+    the UI's sessions share besides it."""
 
     def __init__(self, settings: Settings, assistant: Assistant | None = None) -> None:
         self.settings = settings
-        self._assistant = assistant
-        self._lock = threading.Lock()
+        self.holder = AssistantHolder(settings, assistant)
         self.ingest_lock = threading.Lock()  # one upload ingest at a time per process
 
     def assistant(self) -> Assistant:
-        with self._lock:
-            if self._assistant is None:
-                self._assistant = Assistant(self.settings)
-            return self._assistant
+        return self.holder.get()
 
     def papers(self) -> list[CatalogEntry]:
         try:
             return self.assistant().papers()
-        except StoreError:
+        except PapersError:
             return []
 
     def paper_choices(self) -> list[tuple[str, str]]:
@@ -142,7 +139,7 @@ def meta_line(meta: dict[str, str]) -> str:
 
 def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "") -> str:
     """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
-    tail = (f" · page {esc(page)}" if page else "") + (f" · {extra}" if extra else "")
+    tail = (f" · {esc(page) if page.startswith('p.') else 'page ' + esc(page)}" if page else "") + (f" · {extra}" if extra else "")
     return f"<div class='meta'>id {esc(paper_id)} · {esc(source)}#{position}{tail}</div>"
 
 
@@ -265,12 +262,21 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
     meta = paper_meta(c, entry)
     supporting = [s for s in c.quote.split(" … ") if s]
     supporting += [ch.evidence for ch in a.checks if ch.evidence and ch.evidence_n == c.n]
-    abstract = _highlight(entry.text, supporting) if entry and entry.text else f"<mark>{esc(c.quote)}</mark>"
+    shown = entry.text if entry else ""
+    place_shown = meta["page"]
+    if entry is not None and getattr(entry, "layout", ""):
+        # a paper read from a PDF: the card shows the section the quote is in, not the whole paper
+        from rag.corpus.sections import place, where_of
+
+        page, section, segment = where_of(entry.text, entry.layout, c.quote)
+        shown = segment or shown
+        place_shown = place(page, section) or place_shown
+    abstract = _highlight(shown, supporting) if shown else f"<mark>{esc(c.quote)}</mark>"
     title = (f" <span class='card-title'>— {esc(meta['title'])}</span>"
              if meta["title"] and meta["title"] != c.label else "")
     return (f"<div class='evidence-card' id='ev-{turn}-{c.n}' data-turn='{turn}' data-n='{c.n}' "
             f"data-paper='{esc(c.paper_id)}'><div class='card-head'><span class='card-n'>[{c.n}]</span>"
-            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, meta['page'])}"
+            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, place_shown)}"
             f"<div class='abstract'>{abstract}</div></div>")
 
 
@@ -408,7 +414,7 @@ def ingest_lines(report: Any) -> list[str]:
 def _friendly(error: Exception) -> str:
     if isinstance(error, QuestionError):
         return f"⚠ {error}"
-    if isinstance(error, StoreError):
+    if isinstance(error, PapersError):
         return f"⚠ The paper index is not available: {error}"
     log.exception("unexpected error in the UI")
     return f"⚠ Something went wrong ({type(error).__name__}). Please try again."
@@ -449,23 +455,16 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         try:
             yield history, gr.skip(), "Searching the abstracts…", conversation, shown, ""
             if conversation is None:
-                conversation = Conversation(backend.assistant())
-            text = ""
+                conversation = backend.assistant().conversation()
+            stream = StreamView()
             for event in conversation.stream(message, k=int(k), paper_ids=scope or None, mode=mode):
-                if event.kind == "token":
-                    text += event.text
-                    history[-1] = {"role": "assistant", "content": streaming_html(text)}
+                stream.feed(event)
+                if event.kind in ("token", "reset"):
+                    history[-1] = {"role": "assistant", "content": streaming_html(stream.text)}
                     yield history, gr.skip(), "Answering…", conversation, shown, gr.skip()
-                elif event.kind == "reset":
-                    text = ""
-                elif event.kind == "final" and event.answer is not None:
-                    a = event.answer
+                elif event.kind == "final" and stream.answer is not None:
+                    a = stream.answer
                     view = None
-                    if scope and a.abstained:
-                        names = outside_scope(backend.assistant(), a.rewritten or a.question, scope)
-                        if names:
-                            template = prompts.OUT_OF_SCOPE_ONE if len(names) == 1 else prompts.OUT_OF_SCOPE_MANY
-                            view = template.format(names=", ".join(names))
                     shown = (shown + [None] * len(conversation.turns))[:len(conversation.turns) - 1] + [view]
                     turn = len(conversation.turns) - 1
                     entries = backend.entries([c.paper_id for c in a.citations])
@@ -509,7 +508,6 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         (the retriever follows the store version)."""
         if not files:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        from rag.index.embed import EmbeddingModelError
         from rag.index.ingest import ingest
 
         dest = Path(settings.data_dir) / UPLOAD_DIR
@@ -527,7 +525,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             try:
                 report = ingest(settings, [dest], progress=True)
                 lines += ingest_lines(report)
-            except (StoreError, EmbeddingModelError) as e:
+            except PapersError as e:
                 lines.append(f"error: {e}")
         log_html = "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
         papers = backend.papers()
@@ -542,16 +540,16 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
     def ask(question: str, mode: str = "auto", k: int = 5, paper_ids: list[str] | None = None) -> dict:
         """Answer a question from the indexed abstracts; returns the `papers ask --json` object."""
         try:
-            return backend.assistant().ask(question, k=int(k), paper_ids=paper_ids or None,
-                                           mode=mode or "auto").to_dict()
-        except (QuestionError, StoreError) as e:
+            return record(backend.assistant().conversation().ask(question, k=int(k), paper_ids=paper_ids or None,
+                                                                  mode=mode or "auto"))
+        except PapersError as e:
             return {"question": question, "error": str(e)}
 
     def cite(query: str, k: int = 5) -> list[dict]:
         """Citation lookup: papers matching a method name, claim or topic, best first."""
         try:
-            return [h.__dict__ for h in backend.assistant().cite(query, k=int(k))]
-        except (QuestionError, StoreError) as e:
+            return [record(h) for h in backend.assistant().cite(query, k=int(k))]
+        except PapersError as e:
             return [{"error": str(e)}]
 
     with gr.Blocks(title="Paper Q&A") as demo:

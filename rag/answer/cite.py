@@ -39,6 +39,8 @@ from rag.text import STOPWORDS, numbers, split_sentences, stem
 
 SEMANTIC_MIN = 0.55
 UNSUPPORTED_MARK = "⚠"
+SPAN_MIN = 12          # letters and digits a quoted part of a sentence needs ...
+SPAN_MIN_SPECIFIC = 2  # ... or fewer when it holds a number or a name ("4B", "52%")
 CITATION_RE = re.compile(r"\[(\s*\d+(?:\s*[,;]\s*\d+)*\s*)\]")
 _LEADING_CITES_RE = re.compile(r"^((?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+)(.*)$", re.S)
 
@@ -215,6 +217,12 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
         if foreign:
             checks.append(SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)))
             continue
+        part = _quoted_part(clean, valid, by_n)
+        if part is not None:
+            # A verbatim part of a cited sentence (an answer's lead line, "1,800 test steps"): its numbers and
+            # names are that sentence's own, in its own words.
+            checks.append(SentenceCheck(shown, valid, True, "quoted part", part[1], part[0], 1.0))
+            continue
         quote = _verbatim(clean, valid, by_n)
         if quote is not None and _whole_quote(clean, by_n[quote[0]], quote[1]):
             # "Label: “sentence”" with the whole sentence of that paper: its numbers and names are the source's
@@ -380,6 +388,26 @@ def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tupl
     for n in valid:
         for s in by_n[n].sentences:
             if body in _norm(s) or _norm(s) in body:
+                return n, s
+    return None
+
+
+def _quoted_part(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tuple[int, str] | None:
+    """The cited sentence of which the answer sentence (after an optional "Label:" / "Yes:" prefix) is a
+    contiguous part, word for word; only a specific part counts: a number with its unit or a name ("52%",
+    "4B", "BRIGHT and BEIR"), or a dozen letters and digits. A bare number says nothing of what it counts ("The
+    answer is: 10"), and a few common words are part of any sentence."""
+    rest = _LABEL_PREFIX_RE.sub("", clean).strip().rstrip(".")
+    if not rest or re.fullmatch(r"[-+]?[\d.,]+", rest):
+        return None
+    specific = bool(numbers(rest)) or bool(names_in(rest))
+    if len(_norm(rest)) < (SPAN_MIN_SPECIFIC if specific else SPAN_MIN):
+        return None
+    # Whole words only: "10" is no part of "10.0×" or "100".
+    pattern = re.compile(r"(?<![\w.,])" + re.escape(rest) + r"(?![\w]|[.,]\d)")
+    for n in valid:
+        for s in by_n[n].sentences:
+            if pattern.search(s):
                 return n, s
     return None
 

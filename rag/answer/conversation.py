@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 _FILLER_RE = re.compile(r"^\s*(?:(?:and|also|but|so|then|ok|okay|alright|all right|right|now|well|plus|hmm+|great|"
                         r"thanks|thank you|cool|nice|next|another question|one more(?: thing| question)?|"
                         r"by the way|btw|moving on|anyway|actually)\b[\s,;:.!\-–—]*)+", re.I)
-# A short preamble before a colon ("switching topics:", "unrelated:"), when it asks nothing itself.
-_PREAMBLE_RE = re.compile(r"^\s*([^:?]{1,40}):\s+(?=\S)")
+# A short preamble before a colon or comma ("switching topics:", "unrelated:", "switching gears,"), when it asks
+# nothing itself and a question follows.
+_PREAMBLE_RE = re.compile(r"^\s*([^:,?]{1,40})[:,]\s+(?=\S)")
 _WHAT_ABOUT_RE = re.compile(r"^\s*(?:what|how)\s+about\s+(.+?)\s*\??\s*$", re.I)
 _QUESTION_START_RE = re.compile(
     r"^\s*(?:what|which|who|whom|whose|how|why|when|where|is|are|was|were|does|do|did|can|could|would|will|should|"
@@ -42,19 +43,22 @@ _NOUNS = r"(?:method|methods|paper|papers|model|models|approach|approaches|frame
          r"technique|techniques|system|systems|algorithm|algorithms|architecture|study|studies|one|ones|authors|" \
          r"proposed\s+\w+|benchmark|benchmarks|dataset|datasets|task|suite)"
 _PLURAL_RE = re.compile(
-    r"\b(?:both(?:\s+of\s+(?:them|these|those|the\s+two))?(?:\s+" + _NOUNS + r")?|"
+    r"\b(?:(?:they|them)\s+both|both(?:\s+of\s+(?:them|these|those|the\s+two))?(?:\s+" + _NOUNS + r")?|"
     r"(?:these|those)(?:\s+two)?(?:\s+" + _NOUNS + r")?|the\s+two(?:\s+" + _NOUNS + r")?|"
-    r"(?:which|each|either|neither|one)\s+of\s+(?:them|these|those|the\s+two)(?:\s+" + _NOUNS + r")?|"
+    r"(?:which|each|either|neither|one)\s+of\s+(?:them|(?:these|those)(?:\s+two)?|the\s+two)(?:\s+" + _NOUNS + r")?|"
     r"the\s+(?:former|latter))\b", re.I)
 _THEY_RE = re.compile(r"\b(they|them|their|theirs|themselves)\b", re.I)
 _SINGULAR_RE = re.compile(
     r"\b(?:(its|it|itself)|(?:this|that)\s+" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|approach|"
     r"framework|work|technique|system|algorithm|architecture|study|authors|proposed\s+\w+))\b", re.I)
 _DEFINITE_THING_RE = re.compile(r"\bthe\s+(benchmark|dataset|task|suite|environment|testbed|corpus)\b", re.I)
-_COMPARISON_RE = re.compile(r"\b(?:compar\w*|differ\w*|versus|vs\.?|contrast\w*|similar\w*|same|better|worse|"
-                            r"faster|slower|more|less|than|both|which\s+of|either|neither|whereas|common)\b", re.I)
+# Words that make they/them/their mean several papers: the question compares them.
+_COMPARISON_RE = re.compile(r"\b(?:compar\w*|differ\w*|versus|vs\.?|contrast\w*|similar\w*|the\s+same|both|"
+                            r"which\s+of|either|neither|whereas|in\s+common|each)\b", re.I)
 _LOOKUP_RE = re.compile(r"^\s*(?:which|what|any|is\s+there\s+a|are\s+there)\s+(?:\w+\s+){0,2}"
                         r"(?:papers?|works?|studies|study|methods?|approaches?|abstracts?)\b|^\s*who\s+\w+", re.I)
+_FUNCTION_WORDS = frozenset("""a an the and or of on in for with at to by from what how about is are was were does do
+    did its their it they them this that than compared versus vs""".split())
 MAX_LOOKBACK = 4  # earlier turns a reference may reach
 
 
@@ -77,6 +81,7 @@ class Resolution:
     papers: list[str] | None = None
     referents: list[str] = field(default_factory=list)
     how: str = "as typed"
+    emphasis: list[str] = field(default_factory=list)  # words an ellipsis added ("memory" in "what about memory?")
 
     @property
     def depends(self) -> bool:
@@ -88,7 +93,8 @@ def strip_filler(question: str, names_any: Callable[[str], bool]) -> str:
     colon is dropped only when it names no paper and asks nothing ("Compare DuST and PTRM: ..." stays)."""
     q = _FILLER_RE.sub("", question, count=1)
     m = _PREAMBLE_RE.match(q)
-    if m and len(m.group(1).split()) <= 4 and not names_any(m.group(1)) and not _QUESTION_START_RE.match(m.group(1)):
+    if m and len(m.group(1).split()) <= 4 and not names_any(m.group(1)) and not _QUESTION_START_RE.match(m.group(1)) \
+            and (q[m.end() - 1] == ":" or _QUESTION_START_RE.match(q[m.end():])):
         q = q[m.end():]
     q = q.strip()
     return (q[:1].upper() + q[1:]) if q and q != question.strip() else (q or question.strip())
@@ -154,6 +160,8 @@ def _plural_phrase(phrase: str, labels: list[str]) -> str:
             return f"{phrase.split()[0]} of {joined}"
     if low.startswith("both"):
         return f"{phrase.split()[0]} {joined}"
+    if low.startswith(("they ", "them ")):  # "they both"
+        return f"{joined} both" if low.startswith("they") else joined
     if low.startswith("the former"):
         return labels[0]
     if low.startswith("the latter"):
@@ -243,10 +251,13 @@ def _switch(previous: TurnRecord, names: list[str], labels: Callable[[str], str]
 def _ellipsis(previous: TurnRecord, fragment: str) -> Resolution:
     """"And on LIBERO?" / "what about memory?": the last question, continued by the fragment."""
     frag = fragment.strip().rstrip("?").strip()
+    if _PREPOSITION_START_RE.match(frag) or (frag[:1].isupper() and frag[1:2].islower()):
+        frag = frag[:1].lower() + frag[1:]  # the filler was dropped: "On LIBERO" continues a sentence
     base = previous.searched.strip().rstrip("?").rstrip()
     joiner = " " if _PREPOSITION_START_RE.match(frag) else ", and "
     papers = previous.referents or None
-    return Resolution(f"{base}{joiner}{frag}?", papers, list(previous.referents), "ellipsis")
+    added = [w for w in re.findall(r"[A-Za-z][\w@.+-]*[\w+]|[A-Za-z]", frag) if w.lower() not in _FUNCTION_WORDS]
+    return Resolution(f"{base}{joiner}{frag}?", papers, list(previous.referents), "ellipsis", added)
 
 
 def acceptable_rewrite(rewrite: str, typed: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],

@@ -25,6 +25,7 @@ from rag import prompts
 from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, current_constants, defines, \
     paper_probabilities, question_terms
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
+from rag.answer.lead import parts_span
 from rag.answer.question import QuestionInfo, analyse, specific_tokens
 from rag.answer.retrieve import PaperHit, Retrieval
 from rag.text import numbers, stem, stems
@@ -48,6 +49,7 @@ class Draft:
     quotes: list[Quote]
     abstention: str | None = None
     summary: str | None = None
+    info: QuestionInfo | None = None  # what the question asked (the lead line reads it)
 
 
 _NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
@@ -199,7 +201,15 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
         return Draft([], prompts.ABSTAIN_NO_MATCH)
+    draft = _choose(question, info, focus, focus_terms, names, pool, cands, papers, vocab, c)
+    draft.info = info
+    return draft
 
+
+def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_terms: set[str], names: dict[str, str],
+            pool: list[PaperHit], cands: list[Candidate], papers: list[PaperHit], vocab: Vocabulary,
+            c: Constants) -> Draft:
+    """The quotes for a scored question, or the reason to abstain (the rules of the module docstring)."""
     # A question naming something no retrieved abstract mentions is not answered by the nearest paper; when it
     # names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words).
     # A long question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
@@ -218,6 +228,11 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
         # The likeliest sentence that has the asked attribute and names something (the cheaper test first).
         named = next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
                       and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)), None)
+        if named is None and not info.name_noun:
+            # Parts, kinds, mechanisms are described in ordinary words: the likeliest sentence that has the asked
+            # noun, or (for parts) lists several things.
+            named = next((x for x in cands if info.attribute and info.attribute <= stems(x.sentence)
+                          or (info.parts and parts_span(x.sentence))), None)
         if named is None or named.prob < c.abstain_below:
             return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
         return Draft([Quote(named.paper, named.sentence)])
@@ -302,7 +317,8 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
     with_numbers = [x for x in cands if numbers(x.sentence)]
     asked = info.units or (info.content - focus_terms)
     if asked:
-        with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))]
+        with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))
+                        or any(_spells_out(x.sentence, a) for a in info.unit_acronyms)]
     what = " ".join(sorted(info.units)) if info.units else "what was asked"
     if not with_numbers:
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"
@@ -323,6 +339,15 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
             quotes.append(Quote(x.paper, x.sentence))
     return Draft(quotes)
+
+
+def _spells_out(sentence: str, acronym: str) -> bool:
+    """The sentence writes an acronym of the question out ("LMs" -> "language models"): consecutive words whose
+    initials are its letters."""
+    letters = acronym.lower()
+    words = re.findall(r"[A-Za-z][\w-]*", sentence)
+    n = len(letters)
+    return any("".join(w[0].lower() for w in words[i:i + n]) == letters for i in range(len(words) - n + 1))
 
 
 def _multi(info: QuestionInfo, cands: list[Candidate], c: Constants) -> Draft:

@@ -59,6 +59,10 @@ QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share
     improvement reduction scale value amount length dimension temperature threshold""".split())
 NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
     baselines backbone backbones task domain language checkpoint architecture tool metric optimizer""".split())
+# Nouns that ask for the parts of something: the answer lists them, in ordinary words.
+PART_NOUNS = frozenset(stem(w) for w in """component components part parts stage stages step steps factor factors
+    element elements dimension dimensions aspect aspects pillar pillars ingredient ingredients phase phases module
+    modules""".split())
 # "how much shorter", "how many more": the number's unit is then not in the question.
 COMPARATIVES = frozenset("""more less fewer better worse faster slower shorter longer higher lower larger smaller
     greater bigger times time points max maximum minimum total overall exact exactly""".split())
@@ -166,6 +170,9 @@ class QuestionInfo:
     units: set[str] = field(default_factory=set)     # stems of what a number is asked for ("GPUs")
     attribute: set[str] = field(default_factory=set)  # words a named answer must sit next to ("embedding")
     shape: str = "question"  # see question_shape
+    unit_acronyms: list[str] = field(default_factory=list)  # "LMs" in "how many LMs": matches "language models"
+    name_noun: bool = False  # the names asked for are of models, benchmarks, datasets ... (coined names expected)
+    parts: bool = False      # asks for the parts of something ("what three components ...")
 
 
 def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bool:
@@ -207,7 +214,13 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     multi = is_list_question(q)
     lookup = multi or bool(_LOOKUP_RE.search(q))
     phrase, asks = _wh_phrase(q, common)
-    wants_number = bool(_NUMERIC_RE.search(q)) or asks == "number"
+    numeric = _NUMERIC_RE.search(q)
+    embedded = numeric is not None and re.match(r"how\s+(?:many|much)\b", numeric.group(0), re.I) and \
+        re.search(r"\b(?:what|which|who|whom|whose|why)\b", q[:numeric.start()], re.I)
+    # "what knob controls how much motion there is" asks for the knob: an embedded "how much" asks no figure.
+    wants_number = bool(numeric and not embedded) or asks == "number"
+    if asks == "names" and re.match(r"^\W*(?:what|which)(?:'s|\s+(?:is|was))\s+(?:an?|the)\s", q, re.I):
+        asks = None  # "what is a Hamiltonian Causal Model?" asks what it is, not for names
     shape = question_shape(q)
     wants_names = asks == "names" and not wants_number and not multi and shape == "question"
     # A statement to verify (a claim) asks for support, not for a figure or a list of names.
@@ -216,8 +229,11 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     content = {stem(t) for t in terms(q)} - FRAME_WORDS
     units: set[str] = set()
     m = _UNIT_AFTER_RE.search(q)
-    if m:
+    acronyms: list[str] = []
+    if m and m.group(1).split()[0].lower() not in AUX_WORDS:  # "how much does X ..." names no unit
         units = {stem(t) for t in terms(m.group(1))} - FRAME_WORDS
+        acronyms = [w.rstrip("s") for w in re.findall(r"[A-Za-z]+", m.group(1))
+                    if len(w.rstrip("s")) >= 2 and w.rstrip("s").isupper()]
     elif asks == "number":
         units = {stem(t) for t in terms(" ".join(phrase))} - FRAME_WORDS
     units -= QUANTITY_NOUNS | {stem(w) for w in COMPARATIVES}
@@ -225,9 +241,12 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
         else set()
     words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
              if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
+    heads = {stem(w) for w in phrase}
     return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
                         wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
-                        attribute=attribute, shape=shape)
+                        attribute=attribute, shape=shape, unit_acronyms=acronyms,
+                        name_noun=bool(heads & NAME_NOUNS) or (wants_names and not phrase),
+                        parts=bool(heads & PART_NOUNS))
 
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from rag import prompts
 from rag.answer.cite import CITATION_RE, SourceText, check_answer, cited_numbers
 from rag.answer.extractive import Draft
+from rag.answer.lead import lead_for
 from rag.answer.retrieve import PaperHit, Retrieval
 from rag.corpus.references import citation_fields, paper_fields
 from rag.schema import Answer, Citation, Retrieved, StreamEvent
@@ -55,7 +56,8 @@ def word_events(text: str) -> Iterator[StreamEvent]:
         yield StreamEvent("token", piece)
 
 
-def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy: str) -> Answer:
+def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy: str,
+                      emphasis: tuple[str, ...] = ()) -> Answer:
     """Number the quoted papers, write the answer text, and run the citation check on it."""
     retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
                  for p in retrieval.papers]
@@ -68,6 +70,16 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
             order.append(quote.paper)
     n_of = {p.paper_id: i for i, p in enumerate(order, 1)}
     lines = []
+    lead = lead_for(question, draft.info, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
+                                           for q in draft.quotes], emphasis) if draft.info is not None else None
+    if lead is not None:
+        line = f"{lead.text} [{n_of[lead.paper_id]}]"
+        # The lead is shown only when the citation check passes it (a quoted part of its sentence): a line the
+        # check would mark ⚠ is left out, not shown marked.
+        if all(c.supported for c in check_answer(line, sources_for(order), "drop").checks):
+            lines.append(line)
+        else:
+            lead = None
     if draft.summary:
         lines.append(draft.summary + ": " + ", ".join(f"{p.label} [{n_of[p.paper_id]}]" for p in order) + ".")
     for quote in draft.quotes:
@@ -81,6 +93,7 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     sources = sources_for(order)
     checked = check_answer("\n".join(lines), sources, policy)
     return Answer(question=question, answer=checked.text, abstained=checked.abstained, mode="extractive",
+                  lead=lead.text if lead is not None and not checked.abstained else None,
                   citations=citations, retrieved=retrieved, checks=checked.checks,
                   unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
                   removed_citations=checked.removed_citations)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rag import prompts
-from rag.corpus.sections import abstract_of, page_of
+from rag.corpus.sections import abstract_of, place, where_of
 
 MAX_AUTHORS_SHOWN = 5
 _KEY_STOPWORDS = {"a", "an", "the", "on", "of", "for", "in", "to", "and", "with", "towards", "toward", "from",
@@ -64,7 +64,7 @@ def _where(record: Any) -> str:
     return where
 
 
-def reference_line(record: Any, page: int | None = None) -> str:
+def reference_line(record: Any, page: int | None = None, section: str = "") -> str:
     """One line to paste: title (or label), authors, venue and year when the input had them, link, page,
     then where the paper was read from and its id."""
     parts = [_get(record, "title") or _get(record, "label")]
@@ -76,7 +76,7 @@ def reference_line(record: Any, page: int | None = None) -> str:
     if _link(record):
         parts.append(_link(record))
     if page:
-        parts.append(f"p. {page}")
+        parts.append(place(page, section))
     parts.append(_where(record))
     parts.append(f"id {_get(record, 'paper_id')}")
     line = ""
@@ -259,10 +259,11 @@ def catalog_records(store: Any, paper_ids: Sequence[str]) -> list[Any]:
 def paper_fields(record: Any) -> dict[str, str]:
     """The optional metadata fields of `Retrieved` (rag/schema.py) for a retrieved paper."""
     return {"title": _get(record, "title"), "authors": _get(record, "authors"), "year": _get(record, "year"),
-            "venue": _get(record, "venue"), "doi": _get(record, "doi"), "url": _link(record)}
+            "venue": _get(record, "venue"), "doi": _get(record, "doi"), "url": _link(record), "key": _get(record, "key")}
 
 
 def citation_fields(record: Any, quote: str) -> dict[str, Any]:
     """The optional fields of `Citation`: metadata, the page the quote is on, and the reference with that page."""
-    page = page_of(_get(record, "text"), _get(record, "layout"), quote)
-    return paper_fields(record) | {"page": page, "reference": reference_line(record, page)}
+    page, section, _segment = where_of(_get(record, "text"), _get(record, "layout"), quote)
+    return paper_fields(record) | {"page": page, "section": section,
+                                   "reference": reference_line(record, page, section)}

@@ -120,7 +120,8 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
             text=cleaned,
             source=report.source,
             position=position,
-            label=label or extract_label(cleaned, title=title, raw=abstract),
+            # a reader may name the paper itself (a PDF's label comes from its title, not from its text)
+            label=label or str(record.get("label") or "") or extract_label(cleaned, title=title, raw=abstract),
             content_hash=content_hash,
             title=title,
             url=str(record.get("url") or ""),

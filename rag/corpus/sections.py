@@ -8,6 +8,7 @@ crosses a segment, so each chunk has one page and one section; papers without a 
 from __future__ import annotations
 
 import json
+import re
 
 PAGE_KEYS = ["page", "section"]
 
@@ -41,20 +42,48 @@ def abstract_of(text: str, layout: str) -> str:
     return parts[0][2] if parts else text
 
 
-def page_of(text: str, layout: str, quote: str) -> int | None:
-    """The page a quoted passage of the paper starts on (None without a layout or when it is not found)."""
+def where_of(text: str, layout: str, quote: str) -> tuple[int | None, str, str]:
+    """(page, section, that segment's text) where a quoted passage of the paper starts; (None, "", "")
+    without a layout or when the quote is not found."""
     marks = parse_layout(layout)
     if not marks or not quote:
-        return None
+        return None, "", ""
     first = quote.split(" … ")[0].strip().strip("“”\"")
     at = text.find(first)
     if at < 0:
         at = text.find(first[:60])
     if at < 0:
-        return None
-    page = marks[0][1]
-    for offset, p, _section in marks:
+        return None, "", ""
+    index = 0
+    for i, (offset, _p, _section) in enumerate(marks):
         if offset > at:
             break
-        page = p
-    return page
+        index = i
+    start, page, section = marks[index]
+    end = marks[index + 1][0] if index + 1 < len(marks) else len(text)
+    return page, section, text[start:end].strip()
+
+
+def page_of(text: str, layout: str, quote: str) -> int | None:
+    """The page a quoted passage of the paper starts on (None without a layout or when it is not found)."""
+    return where_of(text, layout, quote)[0]
+
+
+def section_of(text: str, layout: str, quote: str) -> str:
+    """The section heading a quoted passage is in ("4.2 Datasets", "Abstract"; "" when unknown)."""
+    return where_of(text, layout, quote)[1]
+
+
+def place(page: int | None, section: str = "") -> str:
+    """Where a quote is, as a reader cites it: "p. 5, §4.2", "p. 1, abstract", "p. 9, §Limitations"."""
+    if not page:
+        return ""
+    if not section:
+        return f"p. {page}"
+    if section == "Abstract":
+        return f"p. {page}, abstract"
+    if re.match(r"^(?:figure|fig\.|table|tab\.|algorithm|listing)\s*\S+$", section, re.IGNORECASE):
+        return f"p. {page}, {section}"  # a caption: "p. 5, Figure 5"
+    m = re.match(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s", section)
+    short = m.group(1) if m else (section if len(section) <= 40 else section[:39] + "…")
+    return f"p. {page}, §{short}"

@@ -28,6 +28,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Ask questions about paper abstracts and get answers that cite the papers.")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from rag import __version__
+
+        typer.echo(f"papers {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Ask questions about paper abstracts and get answers that cite the papers."""
+
+
 _CSI_OSC_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
                          r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
 _C1_TO_JSON = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
@@ -69,31 +83,30 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _settings(**overrides: object) -> Settings:
-    from rag.settings import SettingsError, load_settings
+    from rag.errors import PapersError
+    from rag.settings import load_settings
 
     try:
         return load_settings(**{k: v for k, v in overrides.items() if v is not None})
-    except SettingsError as e:
-        _fail(str(e), 2)
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
         raise  # unreachable
 
 
 def _assistant(settings: Settings) -> Assistant:
-    from rag.answer.llm import LLMConfigError
-    from rag.service import Assistant
-    from rag.index.store import StoreError
+    from rag.errors import PapersError
+    from rag.service import open_assistant
 
     try:
-        return Assistant(settings)
-    except LLMConfigError as e:
-        _fail(f"configuration: {e}", 2)
-        raise
-    except StoreError as e:
-        _fail(str(e))
+        return open_assistant(settings)
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
         raise
 
 
 def _print_answer(answer: Answer, body: bool = True) -> None:
+    from rag.corpus.sections import place
+
     if body:
         _echo(answer.answer)
     if answer.rewritten:
@@ -101,7 +114,7 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
     if answer.citations:
         _echo("\nSources:")
         for c in answer.citations:
-            page = f", p. {c.page}" if c.page else ""
+            page = f", {place(c.page, getattr(c, 'section', ''))}" if c.page else ""
             _echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
             if c.title:
                 _echo(f"    {c.reference}")
@@ -136,15 +149,14 @@ def ingest(
                                             help="Show the progress bar (default: when stderr is a terminal)."),
 ) -> None:
     """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
-    from rag.index.embed import EmbeddingModelError
+    from rag.errors import PapersError
     from rag.index.ingest import ingest as run_ingest
-    from rag.index.store import StoreError
 
     settings = _settings()
     try:
         report = run_ingest(settings, paths or None, rebuild=rebuild, progress=progress)
-    except (StoreError, EmbeddingModelError) as e:
-        _fail(str(e))
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
         return
     except KeyboardInterrupt:  # a second Ctrl-C, or one before embedding began: the store is still consistent
         typer.echo("interrupted; run `papers ingest` again to resume (papers already written are kept)", err=True)
@@ -172,52 +184,60 @@ def ingest(
 
 
 def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamEvent
-    """Print tokens as they arrive; on a mid-answer LLM failure, start the fallback answer on a new line."""
-    answer = None
+    """Print tokens as they arrive; on a mid-answer LLM failure, say so and print the fallback answer after."""
+    from rag.service import StreamView
+
+    view = StreamView()
     for event in events:
-        if event.kind == "token":
-            _echo(event.text, nl=False)
-        elif event.kind == "reset":
-            _echo(f"\n[{event.text or 'the LLM failed mid-answer; falling back'}]")
-        elif event.kind == "final":
-            answer = event.answer
+        if text := view.feed(event):
+            _echo(text, nl=False)
     typer.echo("")
-    assert answer is not None
-    return answer
+    assert view.answer is not None
+    return view.answer
 
 
 @app.command()
 def ask(
-    question: str = typer.Argument(..., help="The question, or - to read one question per line from stdin."),
+    question: Optional[str] = typer.Argument(None, help="The question, or - to read one question per line from stdin."),
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per answer."),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
     mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto (default PAPERS_ANSWER_MODE)."),
     paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
+    conversation: Optional[Path] = typer.Option(
+        None, "--conversation", help="Ask a chat from a file: one turn per line (text), or JSON Lines of turns "
+                                     "{\"q\", \"scope\"} or of conversations {\"id\", \"turns\": [...]}."),
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
-    from rag.errors import QuestionError
-    from rag.index.store import StoreError
+    from rag.errors import PapersError, QuestionError
+    from rag.schema import record
 
+    if conversation is not None:
+        return _ask_conversations(conversation, k, json_out, mode, paper)
+    if question is None:
+        _fail("give a question (or - to read questions from stdin, or --conversation FILE)", 2)
     settings = _settings()
     assistant = _assistant(settings)
     questions = [line for line in sys.stdin.read().splitlines() if line.strip()] if question == "-" else [question]
     failed = False
     for q in questions:
+        chat = assistant.conversation()  # every question on its own: no earlier turns
         try:
             if stream and not json_out:
-                answer = _stream_to_terminal(assistant.stream(q, k=k, paper_ids=paper, mode=mode))
+                answer = _stream_to_terminal(chat.stream(q, k=k, paper_ids=paper, mode=mode))
                 _print_checked(answer)
                 continue
-            answer = assistant.ask(q, k=k, paper_ids=paper, mode=mode)
+            answer = chat.ask(q, k=k, paper_ids=paper, mode=mode)
         except QuestionError as e:
             failed = True
+            if len(questions) == 1 and not json_out:
+                _fail(str(e), e.exit_code)
             _report_refused("question", q, e, json_out)
             continue
-        except StoreError as e:
-            _fail(str(e))
+        except PapersError as e:
+            _fail(str(e), e.exit_code)
         if json_out:
-            typer.echo(_json_line(answer.to_dict()))
+            typer.echo(_json_line(record(answer)))
         else:
             if len(questions) > 1:
                 _echo(f"Q: {q}")
@@ -225,6 +245,71 @@ def ask(
             if len(questions) > 1:
                 typer.echo("")
     if failed and len(questions) == 1:
+        raise typer.Exit(2)
+
+
+def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
+    """(id, turns) from a conversation file; each turn a dict with "q" and optional "scope" (paper ids)."""
+    from rag.corpus.records import read_text
+
+    try:
+        text = read_text(path, 16 * 2**20)
+    except Exception as e:  # noqa: BLE001 - CorpusError names the problem
+        _fail(f"{path}: {e}", 2)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].lstrip().startswith("{"):
+        return [(path.stem, [{"q": line.strip()} for line in lines])]
+    chats: list[tuple[str, list[dict]]] = []
+    loose: list[dict] = []
+    for n, line in enumerate(lines, 1):
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            _fail(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})", 2)
+        if not isinstance(d, dict):
+            _fail(f"{path}:{n}: expected a JSON object (a turn with \"q\", or a conversation with \"turns\")", 2)
+        if "turns" in d:
+            turns = d["turns"]
+            if not isinstance(turns, list) or not all(isinstance(x, dict) and isinstance(x.get("q"), str)
+                                                      for x in turns):
+                _fail(f"{path}:{n}: \"turns\" must be a list of objects with a \"q\" string", 2)
+            chats.append((str(d.get("id") or f"line{n}"), turns))
+        elif isinstance(d.get("q") or d.get("question"), str):
+            loose.append({"q": d.get("q") or d.get("question"), "scope": d.get("scope")})
+        else:
+            _fail(f"{path}:{n}: a turn needs a \"q\" string", 2)
+    return chats + ([(path.stem, loose)] if loose else [])
+
+
+def _ask_conversations(path: Path, k: int | None, json_out: bool, mode: str | None,
+                       paper: list[str] | None) -> None:
+    """`papers ask --conversation FILE`: every chat of the file, turn after turn, as the UI would ask it."""
+    from rag.errors import PapersError, QuestionError
+    from rag.schema import record
+
+    chats = _conversation_file(path)
+    assistant = _assistant(_settings())
+    failed = False
+    for cid, turns in chats:
+        chat = assistant.conversation()
+        if not json_out:
+            _echo(f"## {cid}")
+        for i, turn in enumerate(turns, 1):
+            scope = turn.get("scope") or paper or None
+            try:
+                answer = chat.ask(turn["q"], k=k, paper_ids=scope, mode=mode)
+            except QuestionError as e:
+                failed = True
+                _report_refused("question", turn["q"], e, json_out)
+                continue
+            except PapersError as e:
+                _fail(str(e), e.exit_code)
+            if json_out:
+                typer.echo(_json_line({"conversation": cid, "turn": i, **record(answer)}))
+            else:
+                _echo(f"\n> {turn['q']}")
+                _print_answer(answer)
+    if failed:
         raise typer.Exit(2)
 
 
@@ -237,8 +322,8 @@ def cite(
                                       help="Print the matching papers as references: bibtex, ris or text."),
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
-    from rag.errors import QuestionError
-    from rag.index.store import StoreError
+    from rag.errors import PapersError, QuestionError
+    from rag.schema import record
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
@@ -252,19 +337,14 @@ def cite(
             failed = True
             _report_refused("query", q, e, json_out)
             continue
-        except StoreError as e:
-            _fail(str(e))
+        except PapersError as e:
+            _fail(str(e), e.exit_code)
             return
         if fmt is not None:
             _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
             continue
         if json_out:
-            from rag.corpus.references import paper_fields
-
-            entries = assistant.retriever.store.get_papers([h.paper_id for h in hits])
-            results = [h.__dict__ | ({k: v for k, v in paper_fields(entries[h.paper_id]).items() if v}
-                                     if h.paper_id in entries else {}) for h in hits]
-            typer.echo(_json_line({"query": q, "results": results}))
+            typer.echo(_json_line({"query": q, "results": [record(h) for h in hits]}))
             continue
         if len(queries) > 1:
             _echo(f"Q: {q}")
@@ -295,46 +375,41 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
                                                   help="Print every paper as a reference: bibtex, ris or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
-    from rag.index.store import StoreError
+    from rag.errors import PapersError
+    from rag.schema import record
+    from rag.service import paper_record
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
     assistant = _assistant(_settings())
     try:
         papers = assistant.papers()
-    except StoreError as e:
-        _fail(str(e))
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
         return
     if fmt is not None:
         _echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
         return
-    from rag.corpus.sections import abstract_of
-
     for e in papers:
-        abstract = abstract_of(e.text, e.layout)  # a PDF's text is the whole paper
+        r = paper_record(e)
         if json_out:
-            typer.echo(_json_line({"paper_id": e.paper_id, "label": e.label, "source": e.source,
-                                   "position": e.position, "title": e.title, "abstract": abstract,
-                                   "authors": e.authors, "year": e.year, "venue": e.venue, "doi": e.doi,
-                                   "arxiv": e.arxiv, "url": e.url, "key": e.key, "collection": e.collection,
-                                   "full_text": bool(e.layout)}))
+            typer.echo(_json_line(record(r)))
         else:
             _echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
             described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
                                                f"doi:{e.doi}" if e.doi else e.url) if p)
             if described:
                 _echo(f"    {described}")
-            _echo(f"    {abstract[:160]}{'…' if len(abstract) > 160 else ''}")
+            _echo(f"    {r.abstract[:160]}{'…' if len(r.abstract) > 160 else ''}")
 
 
 @app.command()
 def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
          mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
     """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
-    from rag.answer.conversation import Conversation
     from rag.errors import QuestionError
 
-    conversation = Conversation(_assistant(_settings()))
+    conversation = _assistant(_settings()).conversation()
     typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
     while True:
         try:
@@ -383,12 +458,7 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
        port: Optional[int] = typer.Option(None, help="Port (default PAPERS_UI_PORT, 7860).")) -> None:
     """Start the web UI: streaming cited chat, evidence panel, citation lookup, paper browser."""
     settings = _settings(ui_host=host, ui_port=port)
-    from rag.answer.llm import LLMConfigError, check_llm_settings
-
-    try:
-        check_llm_settings(settings)
-    except LLMConfigError as e:
-        _fail(f"configuration: {e}", 2)
+    _check_llm(settings)
     from ui.app import launch
 
     typer.echo(f"Paper Q&A UI on http://{settings.ui_host}:{settings.ui_port} (Ctrl-C to stop)")
@@ -432,7 +502,7 @@ def _check_llm(settings: Settings) -> None:
     try:
         check_llm_settings(settings)
     except LLMConfigError as e:
-        _fail(f"configuration: {e}", 2)
+        _fail(str(e), e.exit_code)
 
 
 PLUGIN_GROUP = "papers_qa.commands"
@@ -456,8 +526,13 @@ _register_plugins()
 
 def main() -> None:
     """Entry point: an unexpected failure is one line on stderr (PAPERS_DEBUG=1 shows the traceback)."""
+    from rag.errors import PapersError
+
     try:
         app()
+    except PapersError as e:  # raised past a command's own handling: the message and its exit code
+        typer.echo(terminal_safe(f"error: {e}"), err=True)
+        sys.exit(e.exit_code)
     except Exception as e:  # the last line of defence: users see a message, not a stack trace
         if os.environ.get("PAPERS_DEBUG"):
             raise

@@ -1,9 +1,9 @@
 """LlamaIndex-native retrieval and answering: `PapersRetriever` (a `BaseRetriever`) and `PapersQueryEngine`
 (a `CustomQueryEngine`).
 
-One path, not two: `Assistant` retrieves through `PapersRetriever.retrieve` (so LlamaIndex callbacks and
-instrumentation see the CLI's and UI's retrievals too), and `PapersQueryEngine` answers through `Assistant.ask` /
-`Assistant.stream`. An answer from the query engine is the `papers ask` answer by construction; the engine only
+Adapters over the one assistant (rag.service): `PapersRetriever` retrieves with the assistant's retriever (so
+its nodes are the papers `papers ask` answers from, and LlamaIndex instrumentation sees its retrievals), and
+`PapersQueryEngine` answers through a `Conversation` of the assistant, as `papers ask` does. An answer from the query engine is the `papers ask` answer by construction; the engine only
 converts it: `Response.response` is the checked answer text, `source_nodes` are the cited papers in citation
 order ([1] first), `metadata["citations"]` the citation list, and `str(response)` the text with a reference list
 (what a `QueryEngineTool` hands an agent).
@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
@@ -29,15 +29,12 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag import prompts
-from rag.frontends.common import citation_dicts, paper_record, with_references
-
-if TYPE_CHECKING:
-    from rag.schema import StreamEvent
-    from rag.service import Assistant
-    from rag.answer.retrieve import PaperHit, Retrieval, Retriever
-    from rag.schema import Answer
-    from rag.settings import Settings
-    from rag.index.store import CatalogEntry
+from rag.answer.retrieve import PaperHit, Retrieval, Retriever
+from rag.frontends.common import with_references
+from rag.index.store import CatalogEntry
+from rag.schema import Answer, StreamEvent, record
+from rag.service import Assistant, StreamView, open_assistant
+from rag.settings import Settings
 
 # Shown to an LLM that reads a node (id, label, title, authors, year, venue); where it is stored is not.
 _NOT_FOR_LLM = ["source", "position", "url", "reference", "quote"]
@@ -46,8 +43,8 @@ _NOT_FOR_LLM = ["source", "position", "url", "reference", "quote"]
 def paper_node(paper: PaperHit | CatalogEntry, score: float | None = None, **extra: Any) -> NodeWithScore:
     """A paper as a LlamaIndex node: the abstract as text, its catalog fields and label as metadata."""
     metadata = {"paper_id": paper.paper_id, "label": paper.label, "title": paper.title, "authors": paper.authors,
-                "year": paper.year, "venue": paper.venue, "url": paper.url, "source": paper.source,
-                "position": paper.position}
+                "year": paper.year, "venue": paper.venue, "doi": paper.doi, "key": paper.key, "url": paper.url,
+                "source": paper.source, "position": paper.position}
     metadata.update(extra)
     node = TextNode(id_=paper.paper_id, text=paper.text, metadata=metadata,
                     excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=_NOT_FOR_LLM)
@@ -72,8 +69,6 @@ class PapersRetriever(BaseRetriever):
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> PapersRetriever:
-        from rag.answer.retrieve import Retriever
-
         return cls(Retriever(settings), **kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -111,9 +106,7 @@ class PapersQueryEngine(CustomQueryEngine):
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> PapersQueryEngine:
-        from rag.service import Assistant
-
-        return cls(assistant=Assistant(settings), **kwargs)
+        return cls(assistant=open_assistant(settings), **kwargs)
 
     @property
     def retriever(self) -> PapersRetriever:
@@ -126,13 +119,13 @@ class PapersQueryEngine(CustomQueryEngine):
 
     def custom_query(self, query_str: str) -> Response | StreamingResponse:
         if self.streaming:
-            return self._streaming(self.assistant.stream(query_str, **self._options()))
-        return self.to_response(self.assistant.ask(query_str, **self._options()))
+            return self._streaming(self.assistant.conversation().stream(query_str, **self._options()))
+        return self.to_response(self.assistant.conversation().ask(query_str, **self._options()))
 
     async def acustom_query(self, query_str: str) -> Response | AsyncStreamingResponse:
         if self.streaming:
-            return await self._astreaming(self.assistant.stream(query_str, **self._options()))
-        answer = await asyncio.to_thread(self.assistant.ask, query_str, **self._options())
+            return await self._astreaming(self.assistant.conversation().stream(query_str, **self._options()))
+        answer = await asyncio.to_thread(self.assistant.conversation().ask, query_str, **self._options())
         return self.to_response(answer)
 
     # --- conversion ---------------------------------------------------------------------------------
@@ -142,16 +135,16 @@ class PapersQueryEngine(CustomQueryEngine):
         scores = {r.paper_id: r.score for r in answer.retrieved}
         nodes = []
         for c in answer.citations:
-            entry = paper_record(self.assistant, c.paper_id)
+            entry = self.assistant.paper(c.paper_id)
             if entry is not None:
                 nodes.append(paper_node(entry, scores.get(c.paper_id), citation=c.n, quote=c.quote,
                                         reference=c.reference))
         return nodes
 
     def metadata(self, answer: Answer) -> dict[str, Any]:
-        return {"answer": answer, "citations": citation_dicts(self.assistant, answer), "abstained": answer.abstained,
-                "mode": answer.mode, "notice": answer.notice, "unsupported": answer.unsupported,
-                "retrieved": [asdict(r) for r in answer.retrieved]}
+        return {"answer": answer, "citations": [record(c) for c in answer.citations], "abstained": answer.abstained,
+                "mode": answer.mode, "lead": answer.lead, "notice": answer.notice, "unsupported": answer.unsupported,
+                "retrieved": [record(r) for r in answer.retrieved]}
 
     def to_response(self, answer: Answer) -> CitedResponse:
         return CitedResponse(response=answer.answer, source_nodes=self.source_nodes(answer),
@@ -167,13 +160,12 @@ class PapersQueryEngine(CustomQueryEngine):
         response = StreamingResponse(response_gen=iter(()), source_nodes=[], metadata={})
 
         def tokens() -> Iterator[str]:
+            view = StreamView()
             for event in itertools.chain([first], events):
-                if event.kind == "token":
-                    yield event.text
-                elif event.kind == "reset":
-                    yield prompts.STREAM_RESET
-                elif event.kind == "final" and event.answer is not None:
-                    self._fill(response, event.answer)
+                if text := view.feed(event):
+                    yield text
+                if view.answer is not None:
+                    self._fill(response, view.answer)
 
         response.response_gen = tokens()
         return response
@@ -184,14 +176,13 @@ class PapersQueryEngine(CustomQueryEngine):
         response: AsyncStreamingResponse
 
         async def tokens() -> AsyncIterator[str]:
+            view = StreamView()
             event: StreamEvent | None = first
             while event is not None:
-                if event.kind == "token":
-                    yield event.text
-                elif event.kind == "reset":
-                    yield prompts.STREAM_RESET
-                elif event.kind == "final" and event.answer is not None:
-                    self._fill(response, event.answer)
+                if text := view.feed(event):
+                    yield text
+                if event.kind == "final" and view.answer is not None:
+                    self._fill(response, view.answer)
                 event = await asyncio.to_thread(next, events, None)
 
         response = AsyncStreamingResponse(response_gen=tokens(), source_nodes=[], metadata={})

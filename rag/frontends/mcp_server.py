@@ -8,7 +8,9 @@ stdio by default; streamable HTTP (`--http`) binds 127.0.0.1 unless PAPERS_MCP_H
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
 
 from mcp.server.mcpserver import MCPServer
@@ -17,83 +19,53 @@ from mcp_types import CallToolResult, Resource, TextContent
 from pydantic import BaseModel, Field
 
 from rag import prompts
-from rag.frontends.common import AssistantHolder, Unavailable, citation_dicts, markdown_safe, with_references
-
-if TYPE_CHECKING:
-    from rag.service import Assistant
-    from rag.settings import Settings
-    from rag.index.store import CatalogEntry
+from rag.errors import PapersError
+from rag.frontends.common import markdown_safe, with_references
+from rag.index.store import CatalogEntry
+from rag.schema import Citation, LookupHit, PaperRecord, record
+from rag.service import Assistant, AssistantHolder, paper_record
+from rag.settings import Settings
 
 URI_PREFIX = "papers://"
 
 
-class CitationOut(BaseModel):
-    """What `[n]` in the answer points to."""
-
-    n: int
-    paper_id: str
-    label: str
-    title: str
-    quote: str = Field(description="The sentence(s) of the paper's abstract that support the answer.")
-    source: str
-    position: int
-    reference: str
-    url: str
-
-
 class AskOut(BaseModel):
     answer: str = Field(description="The checked answer with [n] citation markers.")
+    lead: str | None = Field(None, description="The direct answer in one line, when the question asks for one thing.")
     abstained: bool = Field(description="True when the abstracts do not contain the answer.")
     mode: str = Field(description="'extractive' (quotes) or 'llm' (generated, then citation-checked).")
-    citations: list[CitationOut]
+    citations: list[Citation] = Field(description="What each [n] points to: the `papers ask --json` records.")
     unsupported: list[str] = Field(description="Answer sentences the citation check could not trace to a source.")
-    notice: str | None = Field(None, description="Why the LLM was not used, when it was configured but failed.")
+    notice: str | None = Field(None, description="Why the LLM was not used, or that a named paper is outside "
+                                                 "the chosen papers.")
+    outside_scope: list[str] = Field(default_factory=list, description="Named papers outside `paper_ids`.")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Where the time went (as `papers ask "
                                                                          "--json` reports it).")
 
 
-class CiteHit(BaseModel):
-    paper_id: str
-    label: str
-    title: str
-    sentence: str = Field(description="The abstract's sentence that best matches the query.")
-    score: float
-    source: str
-    position: int
-    reference: str
-
-
 class CiteOut(BaseModel):
     query: str
-    results: list[CiteHit]
-
-
-class PaperSummary(BaseModel):
-    paper_id: str
-    label: str
-    title: str
-    authors: str
-    year: str
-    venue: str
-    url: str
-    source: str
-    position: int
-    uri: str = Field(description="The paper's MCP resource.")
+    results: list[LookupHit] = Field(description="Best first; `strength` says how far a reviewer can rely on it.")
 
 
 class PaperList(BaseModel):
     total: int = Field(description="Papers in the index.")
-    papers: list[PaperSummary]
+    papers: list[dict[str, Any]] = Field(description="Paper records (`papers list --json`, without the abstract), "
+                                                     "each with its `uri`.")
 
 
-class PaperOut(PaperSummary):
-    abstract: str
+@dataclass
+class PaperOut(PaperRecord):
+    """A paper record (`papers list --json`) and its MCP resource."""
+
+    uri: str = ""
 
 
-def _structured(out: BaseModel) -> CallToolResult:
+def _structured(out: Any) -> CallToolResult:
     """Structured content, and the same as JSON text for clients that read only text."""
-    return CallToolResult(content=[TextContent(type="text", text=out.model_dump_json(indent=1))],
-                          structured_content=out.model_dump(mode="json"))
+    data = out.model_dump(mode="json") if isinstance(out, BaseModel) else record(out)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, indent=1, ensure_ascii=False))],
+                          structured_content=data)
 
 
 def paper_uri(paper_id: str) -> str:
@@ -101,15 +73,16 @@ def paper_uri(paper_id: str) -> str:
 
 
 def _summary(e: CatalogEntry) -> dict[str, Any]:
-    return {"paper_id": e.paper_id, "label": e.label, "title": e.title, "authors": e.authors, "year": e.year,
-            "venue": e.venue, "url": e.url, "source": e.source, "position": e.position, "uri": paper_uri(e.paper_id)}
+    d = record(paper_record(e))
+    d.pop("abstract", None)
+    return d | {"uri": paper_uri(e.paper_id)}
 
 
 def paper_markdown(e: CatalogEntry) -> str:
     """A paper resource's text: title, metadata lines, abstract."""
     lines = [f"# {e.title or e.label}", "", f"- id: {e.paper_id}", f"- label: {e.label}"]
-    lines += [f"- {name}: {value}" for name, value in (("authors", e.authors), ("venue", e.venue),
-                                                       ("year", e.year), ("url", e.url)) if value]
+    lines += [f"- {name}: {value}" for name, value in (("authors", e.authors), ("venue", e.venue), ("year", e.year),
+                                                       ("doi", e.doi), ("key", e.key), ("url", e.url)) if value]
     lines += [f"- source: {e.source}#{e.position}", "", e.text]
     return "\n".join(lines)
 
@@ -131,7 +104,7 @@ class PapersMCP(MCPServer):
 
         try:
             papers = await anyio.to_thread.run_sync(lambda: self.holder.get().papers())
-        except Unavailable:
+        except PapersError:
             papers = []  # no index yet: nothing to list (the tools say why)
         listed = [Resource(uri=paper_uri(e.paper_id), name=e.label, title=e.title or e.label,
                            description=f"Abstract and metadata of {e.label} ({e.source}#{e.position})",
@@ -141,8 +114,6 @@ class PapersMCP(MCPServer):
 
 def build_server(settings: Settings, assistant: Assistant | None = None) -> PapersMCP:
     """The MCP server with its tools and resources, answering with `assistant` (made on first use if None)."""
-    from rag.errors import QuestionError
-
     holder = AssistantHolder(settings, assistant)
     server = PapersMCP(holder)
 
@@ -154,63 +125,55 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
                             Field(description="Answer mode (default: the server's setting).")] = None,
             ) -> Annotated[CallToolResult, AskOut]:
         try:
-            assistant = holder.get()
-            answer = assistant.ask(question, k=k, paper_ids=paper_ids, mode=mode)
-        except (QuestionError, Unavailable) as e:
+            answer = holder.get().conversation().ask(question, k=k, paper_ids=paper_ids, mode=mode)
+        except PapersError as e:
             return _failed(str(e))
-        out = AskOut(answer=answer.answer, abstained=answer.abstained, mode=answer.mode,
-                     citations=citation_dicts(assistant, answer),
-                     unsupported=[u["sentence"] for u in answer.unsupported], notice=answer.notice,
+        out = AskOut(answer=answer.answer, lead=answer.lead, abstained=answer.abstained, mode=answer.mode,
+                     citations=answer.citations, unsupported=[u["sentence"] for u in answer.unsupported],
+                     notice=answer.notice, outside_scope=answer.outside_scope,
                      timings_ms={k: round(v, 1) for k, v in answer.timings_ms.items()})
         # The text is what hosts show and models repeat: active Markdown from paper text is neutralised there.
         return CallToolResult(content=[TextContent(type="text", text=markdown_safe(with_references(answer)))],
                               structured_content=out.model_dump(mode="json"))
 
     @server.tool(description="Citation lookup: the papers that match a method name, claim or topic, best first, "
-                             "each with its best-matching sentence and a reference line.")
+                             "each with its best-matching sentence, how strongly it matches and a reference line.")
     def cite(query: Annotated[str, Field(description="A method name, claim or topic.")],
              k: Annotated[int | None, Field(ge=1, le=50, description="How many papers (default 5).")] = None,
              ) -> Annotated[CallToolResult, CiteOut]:
         try:
-            assistant = holder.get()
-            hits = assistant.cite(query, k=k)
-        except (QuestionError, Unavailable) as e:
+            hits = holder.get().cite(query, k=k)
+        except PapersError as e:
             return _failed(str(e))
-        results = []
-        for h in hits:
-            entry = holder.paper(h.paper_id)
-            results.append(CiteHit(paper_id=h.paper_id, label=h.label, title=entry.title if entry else "",
-                                   sentence=h.sentence, score=h.score, source=h.source, position=h.position,
-                                   reference=h.reference))
-        return _structured(CiteOut(query=query, results=results))
+        return _structured(CiteOut(query=query, results=hits))
 
-    @server.tool(description="The indexed papers (id, label, title, authors, year, source), in source order.")
+    @server.tool(description="The indexed papers (id, label, title, authors, year, venue, DOI, key, source), in "
+                             "source order.")
     def list_papers(limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 200,
                     offset: Annotated[int, Field(ge=0, description="Skip this many first.")] = 0,
                     ) -> Annotated[CallToolResult, PaperList]:
         try:
             papers = holder.get().papers()
-        except Unavailable as e:
+        except PapersError as e:
             return _failed(str(e))
-        return _structured(PaperList(total=len(papers),
-                                     papers=[PaperSummary(**_summary(e)) for e in papers[offset:offset + limit]]))
+        return _structured(PaperList(total=len(papers), papers=[_summary(e) for e in papers[offset:offset + limit]]))
 
     @server.tool(description="One paper's abstract and metadata, by its paper id (from list_papers, cite or ask).")
     def get_paper(paper_id: Annotated[str, Field(description="The paper id.")]) -> Annotated[CallToolResult, PaperOut]:
         try:
-            entry = holder.paper(paper_id)
-        except Unavailable as e:
+            entry = holder.get().paper(paper_id)
+        except PapersError as e:
             return _failed(str(e))
         if entry is None:
             return _failed(prompts.UNKNOWN_PAPER.format(paper_id=paper_id))
-        return _structured(PaperOut(**_summary(entry), abstract=entry.text))
+        return _structured(PaperOut(**record(paper_record(entry)), uri=paper_uri(entry.paper_id)))
 
     @server.resource(URI_PREFIX + "{paper_id}", name="paper", mime_type="text/markdown",
                      description="A paper's abstract and metadata.")
     def paper_resource(paper_id: str) -> str:
         try:
-            entry = holder.paper(unquote(paper_id))
-        except Unavailable as e:
+            entry = holder.get().paper(unquote(paper_id))
+        except PapersError as e:
             raise ResourceNotFoundError(str(e)) from None
         if entry is None:
             raise ResourceNotFoundError(prompts.UNKNOWN_PAPER.format(paper_id=unquote(paper_id)))

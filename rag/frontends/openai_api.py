@@ -2,14 +2,20 @@
 library, curl) can use the assistant as a "model".
 
 - `POST /v1/chat/completions`, streaming (server-sent events) or not. The last user message is the question;
-  earlier turns are the conversation, so follow-ups work (rag.answer.conversation.Conversation rewrites them).
+  earlier turns are the conversation, so follow-ups work (rag.service.Conversation resolves them; the question
+  searched for is in `papers.rewritten`).
 - The message text has `[n]` markers and ends with a reference list (`![` and `<tag` from paper text are
-  backslash-escaped, so a client rendering Markdown fetches no image and renders no tag), so a client that shows only text still shows
-  the sources. The citations as data (n, paper_id, label, title, quote, source, position, reference, url) are in
-  an extra field `citations`, on the response and on its choice (streaming: on the last chunk, the one with a
-  `finish_reason`). `papers` on the same objects holds abstained, mode, notice, rewritten, unsupported and timings_ms.
-- Optional request fields (the `openai` client's `extra_body`): `k`, `paper_ids`, `answer_mode`.
-- `GET /v1/models` lists one model (PAPERS_SERVE_MODEL); any model name is accepted in requests.
+  backslash-escaped, so a client rendering Markdown fetches no image and renders no tag), so a client that shows
+  only text still shows the sources. The citations as data (the `papers ask --json` citation records) are in an
+  extra field `citations`, on the response and on its choice (streaming: on the last chunk, the one with a
+  `finish_reason`). `papers` on the same objects holds abstained, mode, lead, notice, rewritten, outside_scope,
+  unsupported and timings_ms.
+- `usage` counts tokens with the cl100k_base tokenizer (prompt: every message's text; completion: the reply),
+  also streamed as a last chunk when the request sets `stream_options.include_usage`.
+- Optional request fields (the `openai` client's `extra_body`): `k`, `paper_ids`, `answer_mode`. `n` other than 1
+  is refused (one answer per question).
+- `GET /v1/models` lists one model (PAPERS_SERVE_MODEL), `GET /v1/models/{id}` describes it; any model name is
+  accepted in requests. Every error has OpenAI's shape: `{"error": {"message", "type", "code", "param"}}`.
 - With PAPERS_SERVE_API_KEY set, every call needs `Authorization: Bearer KEY` (compared in constant time; the key
   is never logged or echoed).
 """
@@ -24,22 +30,22 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from functools import lru_cache
+from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from rag import prompts
-from rag.frontends.common import (AssistantHolder, MarkdownSafeStream, Unavailable, citation_dicts, markdown_safe,
-                                     with_references)
-
-if TYPE_CHECKING:
-    from rag.answer.conversation import Conversation
-    from rag.schema import StreamEvent
-    from rag.service import Assistant
-    from rag.schema import Answer
-    from rag.settings import Settings
+from rag.answer.conversation import TurnRecord
+from rag.errors import PapersError
+from rag.frontends.common import MarkdownSafeStream, markdown_safe, with_references
+from rag.schema import Answer, StreamEvent, record
+from rag.service import MAX_HISTORY_TURNS, Assistant, AssistantHolder, Conversation, StreamView
+from rag.settings import Settings
 
 ANSWER_CACHE = 1_000  # answers remembered to rebuild conversations from the history clients send back
 
@@ -66,15 +72,19 @@ class ChatRequest(BaseModel):
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    n: int | None = None
     k: int | None = Field(None, ge=1, le=50, description="Papers to retrieve.")
     paper_ids: list[str] | None = Field(None, description="Answer only from these papers.")
     answer_mode: Literal["auto", "extractive", "llm"] | None = None
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, code: str) -> None:
+    """An error of the HTTP protocol itself (auth, a request field); the assistant's own are PapersErrors."""
+
+    def __init__(self, status: int, message: str, code: str, param: str | None = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.code = status, message, code
+        self.status, self.message, self.code, self.param = status, message, code, param
 
 
 def _key(text: str) -> str:
@@ -82,23 +92,21 @@ def _key(text: str) -> str:
 
 
 class Conversations:
-    """Rebuilds a request's conversation from its messages: answers this server gave are remembered (by text);
-    an earlier answer it does not know (after a restart) is re-derived by asking that question extractively."""
+    """Rebuilds a request's conversation from its messages: turns this server answered are remembered by their
+    reply text (with the papers they were about); an earlier reply it does not know (after a restart, or from
+    another model) is resolved again from its text (rag.service.Conversation.remember)."""
 
     def __init__(self) -> None:
-        self._answers: OrderedDict[str, tuple[str, Answer]] = OrderedDict()
+        self._turns: OrderedDict[str, TurnRecord] = OrderedDict()
         self._lock = threading.Lock()
 
-    def remember(self, content: str, standalone: str, answer: Answer) -> None:
+    def remember(self, content: str, record: TurnRecord) -> None:
         with self._lock:
-            self._answers[_key(content)] = (standalone, answer)
-            while len(self._answers) > ANSWER_CACHE:
-                self._answers.popitem(last=False)
+            self._turns[_key(content)] = record
+            while len(self._turns) > ANSWER_CACHE:
+                self._turns.popitem(last=False)
 
     def build(self, assistant: Assistant, history: list[ChatMessage]) -> Conversation:
-        from rag.answer.conversation import MAX_HISTORY_TURNS, Conversation, Turn
-        from rag.schema import Answer
-
         pairs: list[tuple[str, str]] = []
         pending: str | None = None
         for m in history:
@@ -108,22 +116,39 @@ class Conversations:
                 pairs.append((pending, m.text))
                 pending = None
         conversation = Conversation(assistant)
-        pairs = pairs[-MAX_HISTORY_TURNS:]
-        for i, (question, reply) in enumerate(pairs):
+        for question, reply in pairs[-MAX_HISTORY_TURNS:]:
             with self._lock:
-                known = self._answers.get(_key(reply))
+                known = self._turns.get(_key(reply))
             if known is not None:
-                standalone, answer = known
-            elif i == len(pairs) - 1:  # the turn a follow-up refers to needs its papers: ask it again
-                try:
-                    answer = assistant.ask(question, mode="extractive")
-                except ValueError:
-                    continue
-                standalone = answer.question
-            else:  # older turns only give the LLM's rewrite some context
-                standalone, answer = question, Answer(question=question, answer=reply, abstained=False, mode="history")
-            conversation.turns.append(Turn(question, standalone, answer))
+                conversation.history.append(known)
+            else:
+                conversation.remember(question, reply)
         return conversation
+
+
+def _error(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
+    """OpenAI's error shape, for every error this server returns."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    if status == 401:
+        kind = "authentication_error"
+    return JSONResponse({"error": {"message": message, "type": kind, "code": code, "param": param}},
+                        status_code=status, headers=headers)
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    from llama_index.core.utils import get_tokenizer  # cl100k_base, shipped with llama-index (no download)
+
+    return get_tokenizer()
+
+
+def usage(messages: list[ChatMessage], content: str) -> dict[str, int]:
+    """Token counts as OpenAI reports them (cl100k_base: the assistant has no tokenizer of its own)."""
+    count = _tokenizer()
+    prompt = sum(len(count(m.text)) for m in messages)
+    completion = len(count(content))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAPI:
@@ -136,9 +161,22 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, e: ApiError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if e.status == 401 else None
-        return JSONResponse({"error": {"message": e.message, "type": "invalid_request_error" if e.status < 500
-                                       else "server_error", "code": e.code}}, status_code=e.status, headers=headers)
+        return _error(e.status, e.message, e.code, e.param)
+
+    @app.exception_handler(PapersError)
+    async def _papers_error(_: Request, e: PapersError) -> JSONResponse:
+        return _error(e.http_status, str(e), e.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+        return _error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'invalid value')}",
+                      "invalid_request", where or None)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, e: HTTPException) -> JSONResponse:
+        return _error(e.status_code, str(e.detail), "not_found" if e.status_code == 404 else "http_error")
 
     def authorised(request: Request) -> None:
         if secret is None:
@@ -147,30 +185,33 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), secret):
             raise ApiError(401, prompts.SERVE_BAD_KEY, "invalid_api_key")
 
+    def model_card() -> dict[str, Any]:
+        return {"id": settings.serve_model, "object": "model", "created": 0, "owned_by": "papers"}
+
     @app.get("/v1/models", dependencies=[Depends(authorised)])
     def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": settings.serve_model, "object": "model", "created": 0,
-                                            "owned_by": "papers"}]}
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model_id:path}", dependencies=[Depends(authorised)])
+    def model(model_id: str) -> dict[str, Any]:
+        if model_id != settings.serve_model:
+            raise ApiError(404, prompts.SERVE_NO_MODEL.format(model=model_id, served=settings.serve_model),
+                           "model_not_found", "model")
+        return model_card()
 
     @app.post("/v1/chat/completions", dependencies=[Depends(authorised)], response_model=None)
     def chat_completions(body: ChatRequest) -> dict[str, Any] | StreamingResponse:
-        from rag.errors import QuestionError
-
+        if body.n not in (None, 1):
+            raise ApiError(400, prompts.SERVE_ONE_CHOICE.format(n=body.n), "unsupported_value", "n")
         users = [i for i, m in enumerate(body.messages) if m.role == "user"]
         if not users:
-            raise ApiError(400, prompts.SERVE_NO_QUESTION, "no_user_message")
+            raise ApiError(400, prompts.SERVE_NO_QUESTION, "no_user_message", "messages")
         last = users[-1]
         question = body.messages[last].text
-        try:
-            assistant = holder.get()
-        except Unavailable as e:
-            raise ApiError(503, str(e), "unavailable") from None
+        assistant = holder.get()
         conversation = conversations.build(assistant, body.messages[:last])
         events = conversation.stream(question, k=body.k, paper_ids=body.paper_ids, mode=body.answer_mode)
-        try:
-            first = next(events)  # the question is checked here, so a bad one is a 400, not a broken stream
-        except QuestionError as e:
-            raise ApiError(400, str(e), "invalid_question") from None
+        first = next(events)  # the question is checked here, so a bad one is a 400, not a broken stream
         ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
         def chain() -> Iterator[StreamEvent]:
@@ -178,67 +219,68 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
             yield from events
 
         if body.stream:
-            return StreamingResponse(_sse(chain(), assistant, conversations, conversation, ident, created,
-                                          settings.serve_model), media_type="text/event-stream",
+            include_usage = bool((body.stream_options or {}).get("include_usage"))
+            return StreamingResponse(_sse(chain(), conversations, conversation, ident, created, settings.serve_model,
+                                          body.messages if include_usage else None),
+                                     media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         answer = next(e.answer for e in chain() if e.kind == "final")
         content = markdown_safe(with_references(answer))
-        conversations.remember(content, conversation.turns[-1].standalone, answer)
-        extra = _extra(assistant, answer)
+        conversations.remember(content, conversation.turns[-1].record())
+        extra = _extra(answer)
         return {"id": ident, "object": "chat.completion", "created": created, "model": settings.serve_model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop", **extra}],
-                "usage": None, **extra}
+                "usage": usage(body.messages, content), **extra}
 
     return app
 
 
-def _extra(assistant: Assistant, answer: Answer) -> dict[str, Any]:
-    """The documented extra fields: `citations` and `papers` (answer facts the text does not carry as data)."""
-    return {"citations": citation_dicts(assistant, answer),
-            "papers": {"abstained": answer.abstained, "mode": answer.mode, "notice": answer.notice,
-                       "rewritten": answer.rewritten, "unsupported": [u["sentence"] for u in answer.unsupported],
+def _extra(answer: Answer) -> dict[str, Any]:
+    """The documented extra fields: `citations` (the `papers ask --json` records) and `papers` (answer facts the
+    text does not carry as data)."""
+    return {"citations": [record(c) for c in answer.citations],
+            "papers": {"abstained": answer.abstained, "mode": answer.mode, "lead": answer.lead,
+                       "notice": answer.notice, "rewritten": answer.rewritten, "outside_scope": answer.outside_scope,
+                       "unsupported": [u["sentence"] for u in answer.unsupported],
                        "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()}}}
 
 
-def _sse(events: Iterator[StreamEvent], assistant: Assistant, conversations: Conversations,
-         conversation: Conversation, ident: str, created: int, model: str) -> Iterator[str]:
+def _sse(events: Iterator[StreamEvent], conversations: Conversations, conversation: Conversation, ident: str,
+         created: int, model: str, usage_of: list[ChatMessage] | None) -> Iterator[str]:
     """OpenAI-style chunks: the text as it comes, then (when the citation check changed a generated answer) the
-    checked version, then the reference list; the last chunk carries finish_reason and the citations."""
+    checked version, then the reference list; the last choice chunk carries finish_reason and the citations, and
+    with `include_usage` a final chunk with no choices carries `usage`."""
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, **extra}
         return "data: " + json.dumps({"id": ident, "object": "chat.completion.chunk", "created": created,
                                       "model": model, "choices": [choice], **extra}, ensure_ascii=False) + "\n\n"
 
-    sent: list[str] = []
+    view = StreamView()
     safe = MarkdownSafeStream()
     yield chunk({"role": "assistant", "content": ""})
-    answer = None
     for event in events:
-        text = ""
-        if event.kind == "token":
-            text = event.text
-        elif event.kind == "reset":
-            text = prompts.STREAM_RESET
-        elif event.kind == "final":
-            answer = event.answer
-        if text:
-            sent.append(text)
-            if shown := safe.feed(text):
-                yield chunk({"content": shown})
+        text = view.feed(event)
+        if text and (shown := safe.feed(text)):
+            yield chunk({"content": shown})
+    answer = view.answer
     assert answer is not None
-    streamed = "".join(sent)
+    streamed = view.appended
     tail = ""
-    if streamed.strip() != answer.answer.strip():
+    if streamed.strip() != answer.answer.strip() and not view.text.strip() == answer.answer.strip():
         tail += f"\n\n{prompts.CHECKED_HEADING}\n{answer.answer}"
     full = with_references(answer)
     tail += full[len(answer.answer):]
     shown = safe.feed(tail) + safe.flush()
     if shown:
         yield chunk({"content": shown})
-    conversations.remember(markdown_safe(streamed + tail), conversation.turns[-1].standalone, answer)
-    yield chunk({}, "stop", **_extra(assistant, answer))
+    content = markdown_safe(streamed + tail)
+    conversations.remember(content, conversation.turns[-1].record())
+    yield chunk({}, "stop", **_extra(answer))
+    if usage_of is not None:
+        yield "data: " + json.dumps({"id": ident, "object": "chat.completion.chunk", "created": created,
+                                     "model": model, "choices": [], "usage": usage(usage_of, content)}) + "\n\n"
     yield "data: [DONE]\n\n"
 
 

@@ -1,213 +1,80 @@
-"""PDF papers: title, authors and abstract from the first page; the full text as sections with page numbers.
+"""PDF papers, read the way a researcher reads them: title, authors, abstract, then the body by section and page.
 
-Text comes from pdfplumber (pdfminer), which gives each word its position, font size and font name. pdfminer
-does not order two-column pages the way they are read, so lines are put in reading order here: a page whose
-lines leave the middle of the page empty is read left column first, then right column, with full-width lines
-(title block, wide figures) kept where they stand. Headings are lines set larger than the body text, or bold
-and numbered ("2.1 Method"). Ligature glyphs (ﬁ, ﬄ) are unfolded by NFKC and words hyphenated at a line end
-are joined.
+Characters, their boxes and fonts come from PDFium (pypdfium2; chosen by measurement, see docs/pdf.md), words
+and lines from rag/corpus/readers/pdf_layout.py. What no library here does is the paper's layout, so it is done in
+this module from typography and geometry alone:
 
-The record's text is the abstract followed by every section but the references; `layout` maps character
-offsets in that text to (page, section), so chunks and citations can name the page.
+- columns: a page whose body-size lines leave a vertical strip near the middle empty is two columns, read left
+  then right between the full-width elements that cut across both (a wide figure, a table); the first page's
+  head (title, authors, affiliations, a teaser figure) is read row by row down to the abstract;
+- running headers and footers are lines repeated at the same height on several pages, page numbers, and small
+  type above or below the text block;
+- the title is the largest type in the top part of the first page; the authors are the first rows under it in
+  one style (font and size), cut at commas, "and" and footnote marks, with e-mail addresses and rows of
+  another style (affiliations) left out;
+- headings are short lines set larger than the body, or bold and numbered; "Abstract" and "References" are
+  recognised by name (they are named the same in every paper), and the references run to the next heading;
+- body text is body-size type in lines filling their column (a paragraph's last line may be short, and a
+  short block is body when it ends a sentence at the column's left edge); captions ("Figure 3:"), small type
+  (footnotes, figure labels), lines of figures and tables (short lines, many numbers, wide gaps) and display
+  equations (mostly mathematics fonts) are kept out of the text.
+
+Ligatures are unfolded (NFKC), accents drawn as glyphs of their own are put back on their letter, glyphs
+without a Unicode mapping are dropped, footnote marks are dropped and sub/superscripts stay with their word. A
+word hyphenated at a line end is joined unless the document writes it with a hyphen elsewhere, or both halves
+are words of the document and the joined form is not ("mid-importance").
+
+The record's text is the abstract followed by the body sections, the references left out; `layout` maps
+character offsets in that text to (page, section), so chunks and citations name both.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import statistics
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag.corpus.records import CorpusError, FileReport
 from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, year_of
+from rag.corpus.readers.pdf_layout import Line, Page, Word, read_page
+from rag.corpus.labels import is_coined
+from rag.corpus.records import CorpusError, FileReport
 
 
 MAX_PAGES = 200
-_ABSTRACT_RE = re.compile(r"^\s*abstract\b[\s.:—–-]*", re.IGNORECASE)
-_NUMBERED_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
-_END_SECTIONS_RE = re.compile(r"^(?:\d+\.?\s+)?(references|bibliography|works cited)\s*$", re.IGNORECASE)
-_AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b|&|·|\u2022)\s*")
-_NOT_NAME_RE = re.compile(r"[@\d]|universit|institut|department|school|college|laborator|inc\b|corp|"
-                          r"google|microsoft|research|abstract", re.IGNORECASE)
+_ABSTRACT_RE = re.compile(r"^\s*a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b[\s.:—–-]*", re.IGNORECASE)
+_NUMBERED_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)*\.?|[IVX]+\.)\s+\S")
+_END_SECTIONS_RE = re.compile(r"^(?:\d+\.?\s+|[A-Z]\.?\s+)?(references|bibliography|works cited|literature cited)"
+                              r"\s*$", re.IGNORECASE)
+_CAPTION_RE = re.compile(r"^(?:figure|fig\.|table|tab\.|algorithm|listing)\s*[A-Z]?\d+(?:\.\d+)?\s*[.:|]",
+                         re.IGNORECASE)
+_RUN_IN_RE = re.compile(r"^[^\W\d_][\w\s-]{1,30}[:—.]")  # "Keywords:", "Index Terms—" set in their own style
+_MARK_RE = re.compile(r"^[\d,*†‡§¶∗⋆♠♣♦♥♮♯•◦⋄\u2020\u2021 a-z]{1,8}$")
+_AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b|&|·|\u2022|\|)\s*")
+_NAME_MARKS = "*†‡§¶∗⋆♠♣♦♥#0123456789 ,"
+_PAGE_NUMBER_RE = re.compile(r"^\s*(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?\s*$", re.I)
+_EMAIL_RE = re.compile(r"\S+@\S+|\{[^}]*\}\s*@\S*")
+_VENUE_RE = re.compile(r"\b(?:proceedings|conference|workshop|symposium|transactions|journal)\b", re.IGNORECASE)
+_LOOSE_ACCENT_RE = re.compile(r"\s?([\u0300-\u036f])([^\W\d_])")
+_CID_RE = re.compile(r"\(cid:\d+\)")
+_THANKS_RE = re.compile(r"^(?:\d+\.?\s+)?acknowledge?ments?\b", re.IGNORECASE)
 
 
 @dataclass
-class Line:
-    """One line of text in reading order, with what identifies headings and title."""
+class Block:
+    """Consecutive lines of one kind in reading order: title, author, heading, abstract, body, caption,
+    reference, footnote (small type), figure, table, equation, furniture (running header, footer, page number)."""
 
-    text: str
-    size: float
-    bold: bool
-    page: int
-    top: float
-    words: list[str] = field(default_factory=list)
-    spans: list[tuple[float, float]] = field(default_factory=list)  # each word's x0, x1
+    lines: list[Line]
+    kind: str = ""
+    section: str = ""
 
     @property
-    def x0(self) -> float:
-        return self.spans[0][0]
-
-    @property
-    def x1(self) -> float:
-        return self.spans[-1][1]
-
-    @property
-    def gaps(self) -> list[float]:
-        return [b[0] - a[1] for a, b in zip(self.spans, self.spans[1:])]
-
-
-_PAGE_NUMBER_RE = re.compile(r"^\s*(?:page\s+)?\d{1,4}(?:\s*(?:/|of)\s*\d{1,4})?\s*$", re.IGNORECASE)
-_LOOSE_ACCENT_RE = re.compile(r"\s?([\u0300-\u036f])([^\W\d_])")
-_CID_RE = re.compile(r"\(cid:\d+\)")
-_BOLD_RE = re.compile(r"bold|black|heavy|semibold|cmbx", re.IGNORECASE)
-
-
-def _make_line(row: list[dict[str, Any]], page_no: int) -> Line:
-    row = sorted(row, key=lambda w: w["x0"])
-    chars = sum(len(w["text"]) for w in row)
-    bold = sum(len(w["text"]) for w in row if _BOLD_RE.search(w["fontname"]))
-    return Line(text=" ".join(w["text"] for w in row), size=max(w["size"] for w in row), bold=bold >= 0.6 * chars,
-                page=page_no, top=min(w["top"] for w in row), words=[w["text"] for w in row],
-                spans=[(w["x0"], w["x1"]) for w in row])
-
-
-def _group_lines(words: list[dict[str, Any]], page_no: int) -> list[Line]:
-    """Words -> lines: same baseline (within a third of the font size), sorted left to right."""
-    rows: list[list[dict[str, Any]]] = []
-    for w in sorted(words, key=lambda w: (round(w["bottom"], 1), w["x0"])):
-        if rows and abs(rows[-1][0]["bottom"] - w["bottom"]) <= max(1.0, w["size"] / 3):
-            rows[-1].append(w)
-        else:
-            rows.append([w])
-    return [_make_line(row, page_no) for row in rows]
-
-
-def _cut_at_gutter(ln: Line, mid: float, width: float) -> list[Line]:
-    """A line holding text of both columns (baselines aligned) -> its left and right parts."""
-    for i in range(len(ln.spans) - 1):
-        if ln.spans[i][1] <= mid <= ln.spans[i + 1][0] and ln.spans[i + 1][0] - ln.spans[i][1] >= 0.01 * width:
-            left = Line(" ".join(ln.words[:i + 1]), ln.size, ln.bold, ln.page, ln.top, ln.words[:i + 1],
-                        ln.spans[:i + 1])
-            right = Line(" ".join(ln.words[i + 1:]), ln.size, ln.bold, ln.page, ln.top, ln.words[i + 1:],
-                         ln.spans[i + 1:])
-            return [left, right]
-    return [ln]
-
-
-def _reading_order(lines: list[Line], width: float, body_size: float) -> list[Line]:
-    """Reading order for a page: left column, then right column, between full-width lines.
-
-    A line belongs to one column when it stays on one side of the middle; when most lines do (and some are on
-    the right), the page is two columns. Otherwise lines are read top to bottom.
-    """
-    mid = width / 2
-    margin = 0.02 * width
-    # only body-size lines are cut: a title-block line (authors side by side) stays whole
-    split = [part for ln in lines
-             for part in (_cut_at_gutter(ln, mid, width) if ln.size <= body_size * 1.05 else [ln])]
-
-    def one_side(ln: Line) -> bool:
-        return ln.x1 <= mid + margin or ln.x0 >= mid - margin
-
-    if sum(map(one_side, split)) < 0.6 * len(split) or not any(ln.x0 >= mid - margin for ln in split):
-        return sorted(lines, key=lambda ln: ln.top)
-    out: list[Line] = []
-    band: list[Line] = []
-    for ln in sorted(split, key=lambda ln: ln.top):
-        if one_side(ln):
-            band.append(ln)
-            continue
-        out.extend(_columns_of(band, mid))
-        band = []
-        out.append(ln)
-    out.extend(_columns_of(band, mid))
-    return out
-
-
-def _columns_of(band: list[Line], mid: float) -> list[Line]:
-    left = [ln for ln in band if ln.x0 < mid]
-    right = [ln for ln in band if ln.x0 >= mid]
-    return sorted(left, key=lambda ln: ln.top) + sorted(right, key=lambda ln: ln.top)
-
-
-def _lines_of_page(page: Any, page_no: int) -> list[Line]:
-    # LaTeX sets justified text with interword gaps down to ~2.5 pt at 10 pt: pdfplumber's default 3 pt
-    # tolerance runs words together, so the tolerance scales with the type size instead.
-    words = page.extract_words(extra_attrs=["size", "fontname"], use_text_flow=False, keep_blank_chars=False,
-                               x_tolerance_ratio=0.12)
-    words = [w for w in words if w.get("upright", True)]  # sideways text (arXiv's margin stamp) is not prose
-    lines = [ln for ln in _group_lines(words, page_no) if not _PAGE_NUMBER_RE.match(ln.text)]
-    body = statistics.median(w["size"] for w in words) if words else 0.0
-    return _reading_order(lines, float(page.width), body)
-
-
-def sideways_text(page: Any) -> str:
-    """Text set at 90° (arXiv's margin stamp "arXiv:2401.01234v1 [cs.LG] 3 Jan 2024"), read bottom to top."""
-    chars = sorted((c for c in page.chars if not c.get("upright", True)), key=lambda c: (round(c["x0"]), -c["top"]))
-    return "".join(c["text"] for c in chars)
-
-
-def _normalise(text: str) -> str:
-    """Ligature glyphs unfolded (NFKC: "ﬁ" -> "fi"); glyphs without a Unicode mapping, "(cid:27)", dropped."""
-    text = unicodedata.normalize("NFKC", text)
-    # TeX's OT1 fonts draw an accent as its own glyph before the letter ("Wi ́sniewski"): put it back on the
-    # letter so NFC composes "ś".
-    text = _LOOSE_ACCENT_RE.sub(lambda m: m.group(2) + m.group(1), text)
-    return _CID_RE.sub("", unicodedata.normalize("NFC", text))
-
-
-_COMPOUND_RE = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
-
-
-def compounds_of(lines: list[str]) -> set[str]:
-    """Hyphenated words the document writes inside a line ("high-resolution"): a line-end hyphen that makes
-    one of them is a real hyphen, not a break."""
-    return {m.group(0).lower() for t in lines for m in _COMPOUND_RE.finditer(t)}
-
-
-def _join(lines: list[str], compounds: set[str] | None = None) -> str:
-    """Lines of a paragraph -> one text; a word hyphenated at a line end is joined ("hyphen-" + "ation")
-    unless the document writes that hyphenated word elsewhere."""
-    out = ""
-    for t in lines:
-        t = t.strip()
-        if not t:
-            continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
-            left = re.search(r"[^\W\d_]+(?:-[^\W\d_]+)*-$", out)
-            right = re.match(r"[^\W\d_]+", t)
-            keep = bool(compounds and left and right and f"{left.group(0)}{right.group(0)}".lower() in compounds)
-            out = (out if keep else out[:-1]) + t
-        else:
-            out = f"{out} {t}" if out else t
-    return out
-
-
-def _is_heading(ln: Line, body_size: float) -> bool:
-    text = ln.text.strip()
-    if not text or len(text) > 90 or text.endswith((".", ",", ";")) and not _NUMBERED_RE.match(text):
-        return False
-    if not re.search(r"[A-Za-z]{2}", text):
-        return False
-    if ln.size >= body_size * 1.12:
-        return True
-    return ln.bold and bool(_NUMBERED_RE.match(text)) and len(text.split()) <= 10
-
-
-def _pdf_error(error: BaseException) -> Exception:
-    """A one-line reason for a PDF pdfminer cannot open; pdfplumber wraps pdfminer's exception in its own."""
-
-    causes = [error, *[a for a in getattr(error, "args", ()) if isinstance(a, BaseException)]]
-    if error.__cause__ is not None:
-        causes.append(error.__cause__)
-    if any("Password" in type(c).__name__ or "Encrypt" in type(c).__name__ for c in causes):
-        return CorpusError("encrypted PDF (needs a password): save an unprotected copy and ingest that")
-    inner = causes[-1]
-    detail = str(inner).strip().splitlines()[0] if str(inner).strip() else ""
-    return CorpusError(f"not a readable PDF ({type(inner).__name__}{': ' + detail[:120] if detail else ''})")
+    def page(self) -> int:
+        return self.lines[0].page
 
 
 @dataclass
@@ -216,107 +83,709 @@ class Parsed:
     authors: list[str]
     abstract: str
     stamp: str  # sideways text of the first page (arXiv's identifier and date)
-    sections: list[tuple[int, str, str]]  # (page, section heading, text)
+    sections: list[tuple[int, str, str]]  # (page, section heading, text): abstract and body only
     pages: int
+    venue: str = ""
+    year: str = ""
+    doi: str = ""
+    arxiv: str = ""
+    blocks: list[tuple[int, str, str, str]] = field(default_factory=list)  # (page, kind, section, text), all
+    unmapped: int = 0  # glyphs without a Unicode mapping, dropped
+
+
+# ---------------------------------------------------------------------------------------------------- text
+
+
+def _normalise(text: str) -> str:
+    """Ligature glyphs unfolded (NFKC: "ﬁ" -> "fi"); glyphs without a Unicode mapping, "(cid:27)", dropped."""
+    text = unicodedata.normalize("NFKC", text)
+    # TeX's OT1 fonts draw an accent as its own glyph before the letter ("Wi ́sniewski"): put it back on the
+    # letter so NFC composes "ś".
+    text = _LOOSE_ACCENT_RE.sub(lambda m: m.group(2) + m.group(1), text)
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C" or ch in "\n\t")
+    return _CID_RE.sub("", unicodedata.normalize("NFC", text))
+
+
+_COMPOUND_RE = re.compile(r"\b[^\W\d_]+(?:-[^\W\d_]+)+\b")
+_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+def compounds_of(lines: list[str]) -> set[str]:
+    """Hyphenated words the document writes inside a line ("high-resolution"): a line-end hyphen that makes
+    one of them is a real hyphen, not a break."""
+    return {m.group(0).lower() for t in lines for m in _COMPOUND_RE.finditer(t.rstrip("-"))}
+
+
+@dataclass
+class Vocabulary:
+    """The document's own words, to decide line-end hyphens: words written whole inside lines, hyphenated
+    compounds written inside lines, and the first parts of those compounds ("mid" of "mid-level")."""
+
+    words: set[str] = field(default_factory=set)
+    compounds: set[str] = field(default_factory=set)
+    prefixes: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, lines: list[str]) -> Vocabulary:
+        words: set[str] = set()
+        for t in lines:
+            inner = t.rstrip().rstrip("-")
+            tokens = inner.split()
+            for tok in tokens[1:-1] if len(tokens) > 2 else tokens[:-1]:  # the line's end word may be cut
+                words.update(m.group(0).lower() for m in _WORD_RE.finditer(tok) if "-" not in tok)
+        compounds = compounds_of(lines)
+        return cls(words, compounds, {c.split("-")[0] for c in compounds})
+
+    def keeps_hyphen(self, left: str, right: str) -> bool:
+        joined, hyphenated = (left + right).lower(), f"{left}-{right}".lower()
+        if any(c == hyphenated or c.startswith(hyphenated + "-") or c.endswith("-" + hyphenated)
+               for c in self.compounds):
+            return True
+        if joined in self.words:
+            return False
+        # "mid-importance": both halves are words of the document (or its compounds), the joined form is not
+        return (left.lower() in self.words or left.lower() in self.prefixes) and right.lower() in self.words \
+            and len(right) >= 3
+
+
+def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary | None = None) -> str:
+    """Lines of a paragraph -> one text; a word hyphenated at a line end is joined ("hyphen-" + "ation")
+    unless the document writes that hyphenated word elsewhere (or both halves, but not the whole, are its
+    words)."""
+    vocab = vocab or Vocabulary(compounds=set(compounds or ()))
+    out = ""
+    for t in lines:
+        t = t.strip()
+        if not t:
+            continue
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
+            left = re.search(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$", out)
+            right = re.match(r"[^\W\d_]+", t)
+            last = left.group(1).split("-")[-1] if left else ""
+            # "state-" + "of-the-art": a line that starts inside a hyphenated compound continues it
+            chain = bool(re.match(r"[^\W\d_]+-[^\W\d_]", t))
+            keep = chain or bool(left and right and (vocab.keeps_hyphen(left.group(1), right.group(0))
+                                                     or vocab.keeps_hyphen(last, right.group(0))))
+            out = (out if keep else out[:-1]) + t
+        elif re.search(r"(?:https?:/*|www\.|://)\S*[/:.]?$", out.rsplit(" ", 1)[-1]) and out.endswith(("/", ":", ".", "-")) \
+                and not re.match(r"[A-Z]", t):
+            out += t  # a URL broken at the line end ("https:" + "//github.com/...")
+        else:
+            out = f"{out} {t}" if out else t
+    return out
+
+
+def _raised(w: Word, ln: Line) -> bool:
+    return w.size < 0.85 * ln.size and ln.baseline - w.baseline > 0.18 * ln.size
+
+
+def _lowered(w: Word, ln: Line) -> bool:
+    return w.size < 0.85 * ln.size and w.baseline - ln.baseline > 0.08 * ln.size
+
+
+def line_text(ln: Line, keep_marks: bool = False) -> str:
+    """A line as text: footnote marks dropped, superscripts after a number kept ("33rd", "10^4"), subscripts
+    joined to their word ("β2"), letters set in two sizes (small capitals) joined."""
+    key = "text_marks" if keep_marks else "text"
+    if key not in ln.meta:
+        ln.meta[key] = _line_text(ln, keep_marks)
+    return ln.meta[key]
+
+
+def _line_text(ln: Line, keep_marks: bool) -> str:
+    out = ""
+    prev: Word | None = None
+    for w in ln.words:
+        text = w.text
+        if prev is not None:
+            gap = w.x0 - prev.x1
+            if _raised(w, ln):
+                if re.search(r"\d$", prev.text) and not _raised(prev, ln):
+                    text = text if re.fullmatch(r"[a-z]{1,2}", text) else "^" + text
+                    out += text
+                    prev = w
+                    continue
+                if _MARK_RE.match(text) and not keep_marks:
+                    prev = w
+                    continue
+            elif _lowered(w, ln) and gap < 0.3 * ln.size:
+                out += text
+                prev = w
+                continue
+            elif gap < 0.06 * ln.size and not _raised(prev, ln) and not _lowered(prev, ln):
+                out += text  # one word in two sizes (small capitals: "L" + "ARGE")
+                prev = w
+                continue
+        elif _raised(w, ln) and _MARK_RE.match(text) and not keep_marks and len(ln.words) > 1:
+            prev = w  # a footnote mark opening a footnote or an affiliation line
+            continue
+        out = f"{out} {text}" if out else text
+        prev = w
+    return _normalise(out)
+
+
+# ---------------------------------------------------------------------------------------------- geometry
+
+
+def _body_size(pages: list[Page]) -> float:
+    weight: Counter[float] = Counter()
+    for p in pages:
+        for ln in p.lines:
+            weight[round(ln.size * 2) / 2] += ln.chars
+    return max(weight, key=lambda s: weight[s]) if weight else 10.0
+
+
+def _bodyish(ln: Line, body: float) -> bool:
+    return abs(ln.size - body) <= 0.15 * body and ln.chars >= 15 and ln.math < 0.35
+
+
+def _gutter(lines: list[Line], width: float, body: float) -> float | None:
+    """The x of the empty strip between two columns, or None for a single-column page."""
+    # lines of body type wider than a fifth of the page; full-width ones (a caption under a teaser figure, a
+    # single-column page) say nothing about a gutter elsewhere on the page
+    prose = [ln for ln in lines if _bodyish(ln, body) and 0.2 * width < ln.x1 - ln.x0 < 0.7 * width]
+    if len(prose) < 8:
+        return None
+    best: list[tuple[int, int]] = []
+    for x in range(int(0.3 * width), int(0.7 * width) + 1):
+        cross = sum(1 for ln in prose if ln.x0 < x - 1 and ln.x1 > x + 1)
+        # full-width lines (a teaser caption, a wide table) may cross it: they stand between the columns' bands
+        if cross > 0.2 * len(prose):
+            continue
+        left = sum(1 for ln in prose if ln.x1 <= x + 1)
+        right = sum(1 for ln in prose if ln.x0 >= x - 1)
+        if min(left, right) >= max(3, 0.1 * len(prose)):
+            best.append((cross, x))
+    if not best:
+        return None
+    low = min(c for c, _ in best)
+    xs = [x for c, x in best if c == low]
+    return (min(xs) + max(xs)) / 2
+
+
+def _columns(page: Page, gutter: float | None) -> None:
+    tol = 0.01 * page.width
+    for ln in page.lines:
+        if gutter is None:
+            ln.column = 0
+        elif ln.x1 <= gutter + tol:
+            ln.column = 1
+        elif ln.x0 >= gutter - tol:
+            ln.column = 2
+        else:
+            ln.column = 0
+
+
+def _reading_order(lines: list[Line], two_columns: bool, head: set[int] | None = None) -> list[Line]:
+    """Left column, then right, between the full-width lines; the lines in `head` first, row by row."""
+    rows = sorted(lines, key=lambda ln: (ln.baseline, ln.x0))
+    head = head or set()
+    rest = [ln for ln in rows if id(ln) not in head]
+    head = [ln for ln in rows if id(ln) in head]
+    if not two_columns:
+        return head + rest
+    out: list[Line] = list(head)
+    band: list[Line] = []
+
+    def close() -> None:
+        out.extend(sorted((ln for ln in band if ln.column == 1), key=lambda ln: (ln.baseline, ln.x0)))
+        out.extend(sorted((ln for ln in band if ln.column == 2), key=lambda ln: (ln.baseline, ln.x0)))
+        band.clear()
+
+    for ln in rest:
+        if ln.column == 0:
+            close()
+            out.append(ln)
+        else:
+            band.append(ln)
+    close()
+    return out
+
+
+def _furniture(pages: list[Page], body: float) -> set[int]:
+    """ids of lines that are running headers, footers or page numbers."""
+    out: set[int] = set()
+    seen: dict[str, list[tuple[int, float]]] = {}
+    for p in pages:
+        for ln in p.lines:
+            key = re.sub(r"\d+", "#", ln.text.lower()).strip()
+            seen.setdefault(key, []).append((p.number, ln.baseline))
+    for p in pages:
+        text_lines = [ln for ln in p.lines if _bodyish(ln, body) and ln.size >= 0.97 * body]
+        top = min((ln.top for ln in text_lines), default=0.0)
+        bottom = max((ln.bottom for ln in text_lines), default=p.height)
+        lowest = max((ln.baseline for ln in p.lines), default=0.0)
+        highest = min((ln.baseline for ln in p.lines), default=0.0)
+        for ln in p.lines:
+            key = re.sub(r"\d+", "#", ln.text.lower()).strip()
+            near_edge = ln.baseline < 0.1 * p.height or ln.baseline > 0.9 * p.height
+            others = {n for n, b in seen.get(key, []) if n != p.number and abs(b - ln.baseline) < 0.02 * p.height}
+            if len(pages) >= 3 and len(others) >= min(2, len(pages) - 1) and (near_edge or len(key) < 60):
+                out.add(id(ln))
+            elif _PAGE_NUMBER_RE.match(ln.text) and (near_edge or ln.baseline >= lowest or ln.baseline <= highest):
+                out.add(id(ln))  # a page number: the page's first or last line
+            elif near_edge and ln.size < 0.97 * body and (ln.bottom <= top + 1 or ln.top >= bottom - 1):
+                out.add(id(ln))
+    return out
+
+
+def _column_width(lines: list[Line], body: float) -> dict[int, tuple[float, float]]:
+    """Per column, the left edge and width of its body text (from the lines of body type)."""
+    out: dict[int, tuple[float, float]] = {}
+    for col in (0, 1, 2):
+        xs = [ln for ln in lines if ln.column == col and _bodyish(ln, body)]
+        if len(xs) >= 3:
+            x0 = sorted(ln.x0 for ln in xs)[len(xs) // 10]
+            x1 = sorted(ln.x1 for ln in xs)[(len(xs) * 9) // 10]
+            out[col] = (x0, max(1.0, x1 - x0))
+    return out
+
+
+# -------------------------------------------------------------------------------------------- line kinds
+
+
+def _heading_like(ln: Line, body: float) -> bool:
+    text = line_text(ln).strip()
+    if not text or len(text) > 100 or len(text.split()) > 14 or text.endswith((",", ";")):
+        return False
+    if not re.search(r"[^\W\d_]{2}", text) or _CAPTION_RE.match(text) or ln.math >= 0.3:
+        return False
+    if text.endswith(".") and not re.match(r"^(?:\d+|[A-Z])\.\s", text):
+        return False
+    numbered = bool(_NUMBERED_RE.match(text))
+    if ln.size >= body * 1.1 and (ln.bold or ln.size >= body * 1.15 or numbered):
+        return True
+    if ln.bold and ln.size >= body * 0.9 and (numbered or len(text.split()) <= 6 and text[:1].isupper()):
+        return True
+    letters = [c for c in text if c.isalpha()]
+    # "1 INTRODUCTION": numbered, in capitals, at body size (ICLR and others)
+    return numbered and len(letters) >= 4 and all(c.isupper() for c in letters) and ln.size >= body * 0.9
+
+
+def _letters(text: str) -> float:
+    chars = [c for c in text if not c.isspace()]
+    return sum(c.isalpha() for c in chars) / max(1, len(chars))
+
+
+def _numeric(text: str) -> float:
+    tokens = text.split()
+    return sum(1 for t in tokens if re.fullmatch(r"[-+±~≈<>(]*[\d.,]+[%x×)*]*", t)) / max(1, len(tokens))
+
+
+def _blocks(lines: list[Line], body: float) -> list[Block]:
+    blocks: list[Block] = []
+    cur: list[Line] = []
+    for ln in lines:
+        if cur:
+            prev = cur[-1]
+            same = (ln.page == prev.page and ln.column == prev.column
+                    and -0.2 * ln.size <= ln.baseline - prev.baseline <= 1.75 * max(ln.size, prev.size)
+                    and abs(ln.size - prev.size) <= 0.12 * max(ln.size, prev.size)
+                    and min(ln.x1, prev.x1) - max(ln.x0, prev.x0) > -0.5 * ln.size
+                    and not _heading_like(ln, body) and not _heading_like(prev, body)
+                    and not _CAPTION_RE.match(line_text(ln)))
+            if not same:
+                blocks.append(Block(cur))
+                cur = []
+        cur.append(ln)
+    if cur:
+        blocks.append(Block(cur))
+    return blocks
+
+
+def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, float]],
+          height: float = 792.0) -> str:
+    """What a block in the body of the paper is (title, authors and abstract are found before)."""
+    lines = block.lines
+    first = line_text(lines[0])
+    if _CAPTION_RE.match(first):
+        return "caption"
+    size = sorted(ln.size for ln in lines)[len(lines) // 2]
+    opens_with_mark = _raised(lines[0].words[0], lines[0]) or bool(re.match(r"^[\d*†‡§¶∗⋆]\s?\S", first)) \
+        and lines[0].words[0].size < lines[0].size * 0.9
+    if size <= 0.92 * body and lines[-1].baseline > 0.6 * height and (opens_with_mark or _raised(
+            lines[0].words[0], lines[0])):
+        return "footnote"
+    if len(lines) <= 2 and all(_heading_like(ln, body) for ln in lines):
+        return "heading"
+    if size < 0.85 * body:
+        return "small"  # footnotes, figure labels, tables in small type
+    text = " ".join(line_text(ln) for ln in lines)
+    if sum(ln.math for ln in lines) / len(lines) >= 0.3 or _letters(text) < 0.45:
+        return "equation" if "=" in text or sum(ln.math for ln in lines) / len(lines) >= 0.3 else "table"
+    if _numeric(text) >= 0.35:
+        return "table"
+    x0, width = widths.get((block.page, lines[0].column), (lines[0].x0, max(ln.x1 - ln.x0 for ln in lines)))
+    full = [ln for ln in lines if ln.x1 - ln.x0 >= 0.75 * width]
+    if len(full) >= max(1, 0.5 * len(lines)) and _letters(text) >= 0.6:
+        return "body"
+    # a paragraph's last lines at the top of a column: a sentence's end, starting at the column's left edge
+    if len(lines) <= 3 and re.search(r"[.?!:;)]$", text) and _letters(text) >= 0.7 \
+            and abs(lines[0].x0 - x0) <= 1.5 * body and len(text.split()) >= 3:
+        return "body"
+    return "figure"
+
+
+# ----------------------------------------------------------------------------------------- first page
+
+
+def _style(ln: Line) -> tuple[str, float]:
+    return ln.font, round(ln.size * 2) / 2
+
+
+def _names_of(ln: Line, style: tuple[str, float]) -> list[str]:
+    """Author names in one row segment: words of the author style, cut at marks, commas and "and"."""
+    pieces: list[list[str]] = [[]]
+    for w in ln.words:
+        in_style = w.font == style[0] and abs(w.size - style[1]) <= 0.6
+        mark = _raised(w, ln) or w.size < 0.85 * ln.size or not in_style or _MARK_RE.match(w.text) and \
+            not w.text[:1].isalpha()
+        if mark or _EMAIL_RE.search(w.text):
+            if pieces[-1]:
+                pieces.append([])
+            continue
+        text = w.text.rstrip("*†‡§¶∗⋆")
+        pieces[-1].append(text)
+        if text != w.text:
+            pieces.append([])
+    names: list[str] = []
+    for piece in pieces:
+        for name in _AUTHOR_SPLIT_RE.split(_normalise(" ".join(piece))):
+            name = name.strip(_NAME_MARKS + ".")
+            if name.lower().startswith("and "):
+                name = name[4:]
+            if _name_like(name):
+                names.append(name)
+    return names
+
+
+def _name_like(name: str) -> bool:
+    tokens = name.split()
+    if not 2 <= len(tokens) <= 5 or re.search(r"[\d@()/:]", name):
+        return False
+    caps = [t for t in tokens if t[:1].isupper()]
+    return len(caps) >= 2 and tokens[-1][:1].isupper() and all(len(t) <= 20 for t in tokens)
+
+
+def _authors(rows: list[list[Line]]) -> list[str]:
+    """Names from the rows under the title: the first row holding a name sets the author style; rows in that
+    style follow until a row of it comes after an empty gap with no other row between (a new block in the
+    same style: affiliations)."""
+    style: tuple[str, float] | None = None
+    names: list[str] = []
+    last: float | None = None
+    other_between = False
+    starts: list[float] = []
+    for row in rows:
+        if style is None:
+            for seg in row:
+                main = max(seg.main_words(), key=lambda w: len(w.text), default=None)
+                if main is None:
+                    continue
+                candidate = (main.font, round(main.size * 2) / 2)
+                if _names_of(seg, candidate):
+                    style = candidate
+                    break
+            if style is None:
+                continue
+        in_style = [seg for seg in row if any(w.font == style[0] and abs(w.size - style[1]) <= 0.6
+                                              for w in seg.words)]
+        if not in_style:
+            other_between = True
+            continue
+        baseline = in_style[0].baseline
+        if last is not None and baseline - last > 1.5 * style[1] and not other_between:
+            break
+        found = [n for seg in in_style for n in _names_of(seg, style)]
+        if not found and names:
+            break
+        if other_between and names and len(found) < 2 and not any(
+                abs(seg.x0 - x) < 0.5 * style[1] for seg in in_style for x in starts):
+            break  # one more "name" under the e-mails or affiliations, not in the authors' grid: an affiliation
+        names.extend(found)
+        starts.extend(seg.x0 for seg in in_style)
+        last, other_between = baseline, False
+    return list(dict.fromkeys(names))
+
+
+def _rows(lines: list[Line]) -> list[list[Line]]:
+    rows: list[list[Line]] = []
+    for ln in sorted(lines, key=lambda ln: (ln.baseline, ln.x0)):
+        if rows and abs(rows[-1][0].baseline - ln.baseline) <= 0.3 * ln.size:
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    return rows
+
+
+def _is_abstract_heading(ln: Line, body: float) -> bool:
+    text = line_text(ln)
+    if not _ABSTRACT_RE.match(text):
+        return False
+    rest = _ABSTRACT_RE.sub("", text, count=1)
+    if not rest:
+        return True  # "Abstract" alone on its line
+    first = ln.words[0]
+    # run in: "Abstract." / "Abstract—" set bold, italic, in capitals or larger than the text after it
+    return first.bold or first.italic or text[:8].isupper() or first.size > 1.05 * ln.words[-1].size \
+        or text[8:9] in ".:—–-"
+
+
+# ------------------------------------------------------------------------------------------------- parse
+
+
+def _pdf_error(error: BaseException) -> Exception:
+    """A one-line reason for a PDF PDFium cannot open."""
+
+    message = str(error)
+    if "password" in message.lower():
+        return CorpusError("encrypted PDF (needs a password): save an unprotected copy and ingest that")
+    detail = message.strip().splitlines()[0] if message.strip() else ""
+    return CorpusError(f"not a readable PDF ({type(error).__name__}{': ' + detail[:120] if detail else ''})")
+
+
+def read_pages(path: Path) -> tuple[list[Page], dict[str, str], int]:
+    """Every page's lines (up to MAX_PAGES), the document's Info metadata and its page count."""
+    import pypdfium2
+
+    try:
+        doc = pypdfium2.PdfDocument(str(path))
+    except Exception as e:  # PdfiumError: damaged, encrypted, not a PDF
+        raise _pdf_error(e) from None
+    try:
+        n_pages = len(doc)
+        try:
+            meta = {k: str(v) for k, v in doc.get_metadata_dict().items() if v}
+        except Exception:  # a damaged Info dictionary is no metadata
+            meta = {}
+        fonts: dict[int, tuple[str, bool, bool]] = {}
+        pages = []
+        for i in range(min(n_pages, MAX_PAGES)):
+            page = doc[i]
+            try:
+                pages.append(read_page(page, i + 1, fonts))
+            finally:
+                page.close()
+    except Exception as e:
+        raise _pdf_error(e) from None
+    finally:
+        doc.close()
+    return pages, meta, n_pages
 
 
 def parse_pdf(path: Path) -> Parsed:
     """Read a PDF into title, authors, abstract and sections (raises CorpusError with a user-facing reason)."""
-    import pdfplumber
 
-    try:
-        pdf = pdfplumber.open(str(path))
-    except Exception as e:  # pdfminer's errors (PDFSyntaxError, PDFPasswordIncorrect, ...), wrapped by pdfplumber
-        raise _pdf_error(e) from None
-    with pdf:
-        try:
-            n_pages = len(pdf.pages)
-            meta = pdf.metadata or {}
-            lines: list[Line] = []
-            stamp = sideways_text(pdf.pages[0]) if pdf.pages else ""
-            for i, page in enumerate(pdf.pages[:MAX_PAGES], 1):
-                lines.extend(_lines_of_page(page, i))
-        except Exception as e:
-            raise _pdf_error(e) from None
-    for ln in lines:
-        ln.text = _normalise(ln.text)
-    lines = [ln for ln in lines if ln.text.strip()]
-    if sum(len(ln.text) for ln in lines) < 200:
-        raise CorpusError(f"no text layer ({n_pages} page{'s' if n_pages != 1 else ''}, "
-                          f"{sum(len(ln.text) for ln in lines)} characters of text): a scanned PDF? "
-                          "Run OCR first (e.g. ocrmypdf) and ingest the result")
-    body_size = statistics.median(ln.size for ln in lines)
-    # Title: the largest type on the first page (its first run of lines in that size).
-    first = [ln for ln in lines if ln.page == 1]
-    top_size = max(ln.size for ln in first)
-    title_at = next(i for i, ln in enumerate(first) if ln.size == top_size)
-    end = title_at
-    while end < len(first) and first[end].size >= top_size - 0.5:
-        end += 1
-    title_lines = first[title_at:end]
+    pages, meta, n_pages = read_pages(path)
+    chars = sum(ln.chars for p in pages for ln in p.lines)
+    if chars < 200:
+        raise CorpusError(f"no text layer ({n_pages} page{'s' if n_pages != 1 else ''}, {chars} characters of "
+                          "text): a scanned PDF? Run OCR first (e.g. ocrmypdf) and ingest the result")
+    return analyse(pages, meta, n_pages)
+
+
+def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
+    body = _body_size(pages)
+    furniture = _furniture(pages, body)
+    two_columns: dict[int, bool] = {}
+    for p in pages:
+        p.lines = [ln for ln in p.lines if ln.text.strip()]
+        g = _gutter([ln for ln in p.lines if id(ln) not in furniture], p.width, body)
+        _columns(p, g)
+        two_columns[p.number] = g is not None
+    first = pages[0]
+    # The title: the largest type in the top part of the first page.
+    top_lines = [ln for ln in first.lines if id(ln) not in furniture and ln.baseline < 0.5 * first.height
+                 and re.search(r"[^\W\d_]{2}", ln.text)]
+    title_lines: list[Line] = []
+    if top_lines:
+        big = max(ln.size for ln in top_lines)
+        if big >= 1.15 * body:
+            for ln in sorted(top_lines, key=lambda ln: ln.baseline):
+                if ln.size >= big - 0.5:
+                    if title_lines and ln.baseline - title_lines[-1].baseline > 2.0 * big:
+                        break
+                    title_lines.append(ln)
+                elif title_lines and ln.size < big - 0.5:
+                    break
+    title_end = max((ln.baseline for ln in title_lines), default=-1.0)
+    # The head of the first page runs down to the abstract heading (or the first line of body text).
+    abstract_heading = next((ln for ln in sorted(first.lines, key=lambda ln: ln.baseline)
+                             if ln.baseline > title_end and _is_abstract_heading(ln, body)), None)
+    if abstract_heading is not None:
+        head_end = abstract_heading.baseline - 0.3 * abstract_heading.size
+    else:
+        body_lines = [ln for ln in first.lines if ln.baseline > title_end and _bodyish(ln, body)
+                      and ln.chars >= 40 and id(ln) not in furniture]
+        head_end = min((ln.baseline for ln in body_lines), default=title_end) - 0.3 * body
+    # Above the abstract, a two-column page's column text below the last full-width line of the head is the
+    # columns' (the right column may start above the abstract heading of the left one).
+    above = [ln for ln in first.lines if ln.baseline < head_end and id(ln) not in furniture]
+    head_ids = {id(ln) for ln in above}
+    for col in (1, 2):
+        # a column's text above the head's end (the right column may start above the left one's abstract
+        # heading): two or more lines of body type, set line after line, each holding a phrase
+        chain: list[Line] = []
+        for ln in sorted((ln for ln in above if ln.column == col), key=lambda ln: ln.baseline) + [None]:
+            if ln is not None and _bodyish(ln, body) and ln.chars >= 30 and (
+                    not chain or ln.baseline - chain[-1].baseline <= 1.75 * max(ln.size, chain[-1].size)):
+                chain.append(ln)
+                continue
+            if len(chain) >= 2:
+                head_ids.difference_update(id(x) for x in chain)
+            chain = [ln] if ln is not None and _bodyish(ln, body) and ln.chars >= 30 else []
+    ordered: list[Line] = []
+    for p in pages:
+        lines = [ln for ln in p.lines if id(ln) not in furniture]
+        ordered += _reading_order(lines, two_columns[p.number], head_ids if p.number == 1 else None)
+    head = [ln for ln in ordered if id(ln) in head_ids and ln not in title_lines and ln.baseline > title_end]
+    authors = _authors(_rows(head))
+    title = clean_field(_join([line_text(ln) for ln in title_lines]))
+    # Body.
+    vocab = Vocabulary.of([line_text(ln) for ln in ordered])
+    rest = [ln for ln in ordered if id(ln) not in head_ids]
+    widths: dict[tuple[int, int], tuple[float, float]] = {}
+    for p in pages:
+        for col, w in _column_width([ln for ln in p.lines if id(ln) not in furniture], body).items():
+            widths[(p.number, col)] = w
+    blocks = _blocks(rest, body)
+    heights = {p.number: p.height for p in pages}
+    section = ""
+    in_abstract = False
+    in_references = False
+    abstract_style: tuple[float, float] | None = None
+    for b in blocks:
+        first_text = line_text(b.lines[0])
+        if not in_abstract and section == "" and _is_abstract_heading(b.lines[0], body) and abstract_style is None:
+            in_abstract, section = True, "Abstract"
+            rest_text = _ABSTRACT_RE.sub("", first_text, count=1)
+            if rest_text or len(b.lines) > 1:
+                b.kind = "abstract"
+                abstract_style = (b.lines[-1].size, b.lines[-1].x1 - b.lines[-1].x0)
+            else:
+                b.kind = "heading"
+            b.section = section
+            continue
+        kind = _kind(b, body, widths, heights[b.page])
+        if kind == "heading":
+            heading = clean_field(" ".join(line_text(ln) for ln in b.lines))
+            in_abstract = False
+            if _END_SECTIONS_RE.match(heading):
+                in_references = True
+            elif in_references and not (_NUMBERED_RE.match(heading) or b.lines[0].size >= 1.1 * body):
+                b.kind, b.section = "reference", section  # a bold line inside the reference list
+                continue
+            else:
+                in_references = False
+            section = heading
+            b.kind, b.section = "heading", section
+            continue
+        if in_abstract and kind in ("footnote", "small", "figure", "caption", "table", "equation"):
+            b.kind, b.section = kind, ""  # a footnote or figure beside the abstract does not end it
+            continue
+        if in_abstract:
+            size = sorted(ln.size for ln in b.lines)[len(b.lines) // 2]
+            run_in = _RUN_IN_RE.match(first_text) and (b.lines[0].words[0].bold or b.lines[0].words[0].italic)
+            if abstract_style is None:
+                abstract_style = (size, 0.0)
+            if run_in:
+                in_abstract, b.kind, b.section = False, "keywords", ""  # "Keywords:", "Index Terms—"
+                section = ""
+                continue
+            if abs(size - abstract_style[0]) > 0.08 * abstract_style[0] or kind not in ("body",):
+                in_abstract = kind == "body" and not run_in and abs(size - abstract_style[0]) <= 0.08 * size
+                if not in_abstract:
+                    section = section if section != "Abstract" else ""
+                    b.kind, b.section = ("body" if kind == "body" else kind), section
+                    continue
+            b.kind, b.section = "abstract", "Abstract"
+            continue
+        b.kind = "reference" if in_references and kind in ("body", "figure", "small", "footnote") else kind
+        b.section = section
+    # Text of each block; a word hyphenated across two blocks (column or page break) is completed in the first.
+    texts = [_join([line_text(ln) for ln in b.lines], vocab=vocab) for b in blocks]
+    keep = ("abstract", "body")
+    for i, b in enumerate(blocks):
+        if b.kind not in keep or not texts[i].endswith("-"):
+            continue
+        nxt = next((j for j in range(i + 1, len(blocks)) if blocks[j].kind in keep), None)
+        if nxt is None or not texts[nxt][:1].islower():
+            continue
+        joined = _join([texts[i], texts[nxt]], vocab=vocab)
+        head_part = texts[i][:-1] if not joined.startswith(texts[i]) else texts[i]
+        word = re.match(r"\S+", texts[nxt]).group(0)
+        texts[i] = (joined[:len(head_part)] + word) if joined.startswith(head_part) else texts[i]
+        texts[nxt] = texts[nxt][len(word):].lstrip()
+    # Captions and footnotes are prose, quoted as printed: each page's come after its body text (so they never
+    # cut a sentence running from one column into the next), a caption as its own section ("Figure 5").
+    for b, text in zip(blocks, texts):
+        if b.kind == "caption":
+            m = _CAPTION_RE.match(text)
+            b.section = re.sub(r"\s+", " ", m.group(0)).rstrip(".:| ") if m else "Caption"
+    aside = ("caption", "footnote")
+    order = sorted(range(len(blocks)), key=lambda i: (blocks[i].page, blocks[i].kind in aside, i))
+    blocks, texts = [blocks[i] for i in order], [texts[i] for i in order]
+    keep = ("abstract", "body", "caption", "footnote")
+    sections: list[tuple[int, str, str]] = []
+    for b, text in zip(blocks, texts):
+        if b.kind not in keep or not text.strip():
+            continue
+        if b.kind in ("body", "footnote", "caption") and (len(text.split()) < 3 or _letters(text) < 0.6):
+            b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
+            continue
+        if b.kind in ("body", "footnote") and _THANKS_RE.match(b.section):
+            b.kind = "acknowledgements"  # funding and thanks state no finding of the paper
+            continue
+        name = "Abstract" if b.kind == "abstract" else b.section
+        if sections and sections[-1][0] == b.page and sections[-1][1] == name:
+            sections[-1] = (b.page, name, sections[-1][2] + " " + text)
+        else:
+            sections.append((b.page, name, text))
+    abstract = " ".join(t for _p, h, t in sections if h == "Abstract")
+    if not abstract:
+        abstract = next((t for _p, h, t in sections if t), "")
+    # Metadata printed on the first page, and what the PDF's Info dictionary says where it is sound.
+    first_text = " ".join(line_text(ln) for ln in first.lines)
+    page1_small = [line_text(ln) for ln in first.lines if id(ln) in furniture or ln.size < 0.95 * body]
+    venue_line = next((t for t in page1_small if _VENUE_RE.search(t) and year_of(t)), "")
+    venue = re.split(r",\s*pages?\s+\d|\s*©", venue_line)[0].strip() if venue_line else ""
+    stamp = first.sideways
+    arxiv = arxiv_of(stamp, first_text)
     meta_title = clean_field(meta.get("Title"))
-    looks_generated = not meta_title or re.search(r"\.(html?|tex|dvi|docx?|pdf)$|^untitled|^microsoft word",
-                                                  meta_title, re.IGNORECASE)
-    title = clean_field(_join([ln.text for ln in title_lines])) if top_size > body_size * 1.12 else ""
-    if not looks_generated and (not title or meta_title.lower() in title.lower() or len(title) > 250):
+    if not title and _sound_title(meta_title):
         title = meta_title
-    elif not title and not looks_generated:
-        title = meta_title
-    # Abstract heading, and the author block between title and abstract.
-    abstract_at = next((i for i, ln in enumerate(lines) if _ABSTRACT_RE.match(ln.text)
-                        and (len(ln.text) < 12 or ln.bold or ln.size >= body_size * 1.12
-                             or ln.text[8:9] in ".:—–-")), None)
-    start_body = end if title_lines and title_lines[0].page == 1 and top_size > body_size * 1.12 else 0
-    author_block = lines[start_body:abstract_at] if abstract_at is not None and abstract_at >= start_body \
-        else lines[start_body:start_body + 3]
-    authors = _authors(author_block, meta.get("Author"))
-    # Sections in reading order.
-    sections: list[tuple[int, str, list[str]]] = []
-    current: tuple[int, str, list[str]] | None = None
-    begin = abstract_at if abstract_at is not None else start_body + len(author_block)
-    for ln in lines[begin:]:
-        if _ABSTRACT_RE.match(ln.text) and current is None:
-            rest = _ABSTRACT_RE.sub("", ln.text, count=1)
-            current = (ln.page, "Abstract", [rest] if rest else [])
-            sections.append(current)
-            continue
-        if _is_heading(ln, body_size):
-            if _END_SECTIONS_RE.match(ln.text.strip()):
-                break
-            current = (ln.page, clean_field(ln.text), [])
-            sections.append(current)
-            continue
-        if current is None or current[0] != ln.page and current[2]:
-            # a new page continues the section: a new segment, so every segment has one page
-            heading = current[1] if current else ""
-            current = (ln.page, heading, [])
-            sections.append(current)
-        current[2].append(ln.text)
-    compounds = compounds_of([ln.text for ln in lines])
-    parsed = [(page, heading, _join(texts, compounds)) for page, heading, texts in sections]
-    parsed = [s for s in parsed if s[2]]
-    abstract = next((t for _p, h, t in parsed if h == "Abstract"), "")
-    if not abstract and parsed:
-        abstract = parsed[0][2]
-    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=parsed, pages=n_pages)
+    if not authors and meta.get("Author"):
+        authors = [n for n in (s.strip() for s in re.split(r"\s*(?:;|,|\band\b)\s*", clean_field(meta["Author"])))
+                   if _name_like(n)]
+    year = year_of(stamp if arxiv_of(stamp) else "", venue_line,
+                   *re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_text, re.I)[:1])
+    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=sections, pages=n_pages,
+                  venue=venue, year=year, doi=doi_of(first_text, meta.get("Subject", ""), meta.get("Keywords", "")),
+                  arxiv=arxiv, unmapped=sum(p.unmapped for p in pages),
+                  blocks=[(b.page, b.kind, b.section, t) for b, t in zip(blocks, texts)])
 
 
-def _authors(block: list[Line], meta_author: object) -> list[str]:
-    """Author names from the first line of the author block (names are split at commas, 'and', or wide gaps)."""
-    from_meta = [n for n in _AUTHOR_SPLIT_RE.split(clean_field(meta_author)) if n]
-    for ln in block:
-        if _NOT_NAME_RE.search(ln.text):
-            continue
-        parts: list[list[str]] = [[]]
-        for word, gap in zip(ln.words, [0.0, *ln.gaps]):
-            if gap > ln.size * 1.5 and parts[-1]:
-                parts.append([])
-            parts[-1].append(word)
-        names = [n.strip("*†‡§¶0123456789 ") for p in parts for n in _AUTHOR_SPLIT_RE.split(" ".join(p))]
-        names = [_normalise(n) for n in names if n and len(n.split()) <= 5 and re.search(r"[A-Za-z]", n)]
-        if names:
-            return names
-    return from_meta
+def _sound_title(title: str) -> bool:
+    """An Info title that names the paper, not the file it was made from."""
+    return bool(title) and len(title) >= 8 and not re.search(
+        r"\.(html?|tex|dvi|docx?|pdf|ps)$|^untitled|^microsoft word|^slide|^\s*$|^[\w-]+\.\w{2,4}$", title, re.I)
+
+
+def label_of(title: str) -> str:
+    """The paper's short name from its title: the part before a colon ("Lookback Lens", "wav2vec 2.0"), else a
+    coined token of the title ("BlendFields"), else its first words (never a word taken from the text)."""
+
+    m = re.match(r"\s*([^:]{2,40}):", title)
+    if m and len(m.group(1).split()) <= 4:
+        return m.group(1).strip()
+    # a coined token has a capital inside a word part ("BlendFields", "GPT-4"), not only title case
+    # across a hyphen ("Population-Level")
+    coined = [t.strip("(),.;") for t in title.split() if is_coined(t.strip("(),.;"))
+              and not all(part[:1].isupper() and part[1:].islower() for part in t.strip("(),.;").split("-"))]
+    if coined:
+        return coined[0]
+    words = title.split()
+    return " ".join(words[:5]) + ("…" if len(words) > 5 else "")
 
 
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
@@ -345,14 +814,13 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         text_parts.append(cleaned)
         offset += len(cleaned) + 1
     text = " ".join(text_parts)
-    first_page_text = " ".join(s[2] for s in parsed.sections if s[0] == 1)
-    doi = doi_of(first_page_text)
-    arxiv = arxiv_of(parsed.stamp, first_page_text)
-    if len(parsed.sections) > 0 and not any(h == "Abstract" for _p, h, _t in parsed.sections):
+    if not any(h == "Abstract" for _p, h, _t in parsed.sections):
         report.warnings.append(f"{report.source}: no 'Abstract' heading found; the text starts with the first "
                                "paragraph")
-    return [(1, {"abstract": text, "title": parsed.title, "authors": parsed.authors, "venue": "",
-                 "year": year_of(parsed.stamp if arxiv_of(parsed.stamp) else "",
-                                 *re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_page_text, re.I)[:1]),
-                 "doi": doi, "arxiv": arxiv, "url": link_of("", doi, arxiv), "key": "", "kind": "article",
-                 "layout": json.dumps(layout, ensure_ascii=False), "full_text": True})]
+    record = {"abstract": text, "title": parsed.title, "authors": parsed.authors, "venue": parsed.venue,
+              "year": parsed.year, "doi": parsed.doi, "arxiv": parsed.arxiv,
+              "url": link_of("", parsed.doi, parsed.arxiv), "key": "", "kind": "article",
+              "layout": json.dumps(layout, ensure_ascii=False), "full_text": True}
+    if parsed.title:
+        record["label"] = label_of(parsed.title)
+    return [(1, record)]

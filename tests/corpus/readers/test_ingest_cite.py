@@ -4,6 +4,7 @@ cited with titles, authors and pages, listed and exported as BibTeX that bibtexp
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import bibtexparser
@@ -76,7 +77,11 @@ def test_answers_cite_title_authors_and_page(library: Settings, question: str, t
     top = answer.citations[0]
     assert top.title == title and author in top.authors, top
     assert top.page == page, (answer.answer, top)
-    assert top.reference.startswith(title) and (f"p. {page}." in top.reference) == (page is not None)
+    # a PDF's quote carries page and section ("p. 2, §3"), in the reference line too
+    assert top.reference.startswith(title) and (f"p. {page}, " in top.reference) == (page is not None)
+    if page is not None:
+        assert top.section and re.match(r"\d", top.section), top
+        assert f"p. {page}, §{top.section.split()[0]}." in top.reference
     d = answer.to_dict()
     assert d["citations"][0]["title"] == title and d["citations"][0]["page"] == page
     assert d["retrieved"][0]["title"] == title
@@ -156,4 +161,4 @@ def test_generated_answer_citations_carry_metadata_and_page(library: Settings) -
     assert not answer.abstained and answer.citations, answer
     (c,) = answer.citations
     assert c.title == "Efficient Fine-Grained Diffusion Sampling with Offset Schedules" and c.page == 2
-    assert c.authors == "Hannah Fischer, Rafael Ortega" and "p. 2." in c.reference
+    assert c.authors == "Hannah Fischer, Rafael Ortega" and "p. 2, §3." in c.reference and c.section == "3 Experiments"

@@ -16,3 +16,24 @@ def test_ligatures_and_loose_accents() -> None:
     assert _normalise("e\ufb03cient \ufb01ne o\ufb00set") == "efficient fine offset"
     assert _normalise("Wi\u00b4sniewski") == "Wiśniewski"  # OT1 draws the accent before the letter
     assert _normalise("a(cid:27)b") == "ab"
+
+
+def test_place_names_page_and_section() -> None:
+    from rag.corpus.sections import place, section_of
+
+    assert place(5, "4.2 Datasets") == "p. 5, §4.2"
+    assert place(1, "Abstract") == "p. 1, abstract"
+    assert place(9, "Limitations") == "p. 9, §Limitations"
+    assert place(None, "4.2 Datasets") == "" and place(3) == "p. 3"
+    text = "First part. Second part here."
+    assert section_of(text, '[[0, 1, "Abstract"], [12, 2, "2 Method"]]', "Second part here.") == "2 Method"
+
+
+def test_hyphen_kept_when_both_halves_are_words_and_the_joined_form_is_not() -> None:
+    from rag.corpus.readers.pdf import Vocabulary
+
+    vocab = Vocabulary.of(["the mid range and the importance of tokens is", "weighted by the mid layer today"])
+    assert _join(["tokens of mid-", "importance are"], vocab=vocab) == "tokens of mid-importance are"
+    assert _join(["an inaccu-", "rate answer"], vocab=vocab) == "an inaccurate answer"
+    assert _join(["the state-", "of-the-art method"]) == "the state-of-the-art method"
+    assert _join(["see https:", "//example.org/x now"]) == "see https://example.org/x now"

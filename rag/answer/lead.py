@@ -1,0 +1,226 @@
+"""The direct answer: one short line that states what was asked, taken from the first quote.
+
+A researcher reads the answer before the evidence ("3.04× lower latency", "Dynamic Motion Slider (DyMoS)",
+"BRIGHT and BEIR"), so where the question asks for one thing the extractive answer starts with it. The line is
+always a verbatim span of the quoted sentence — the citation check verifies it like any quote — and where no
+span answers, there is no line. What is asked is read from the question's grammar (rag/answer/question.py):
+
+- a number: the figure whose neighbouring words share most of the question's words, with its unit ("1,800
+  test steps"), or a range ("from 87.4% to 98.75%");
+- an expansion ("what does X stand for"): "Long Name (X)";
+- names ("which datasets / benchmarks"): the sentence from its first name to its last ("BRIGHT and BEIR");
+- parts ("what three components ..."): the enumeration ("A, B, and C");
+- yes/no, only when the quote says it in so many words: "No: training-free" for "does it need training?"
+  when the sentence calls the method training-free or says it works without it; "Yes: GRPO" when every quoted
+  paper's sentence names the asked thing;
+- which paper (a lookup): the cited paper's label.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.answer.question import QuestionInfo
+from rag.corpus.labels import initials_match, is_coined
+from rag.text import STOPWORDS, numbers, stem, stems
+
+MAX_SPAN_WORDS = 14  # a lead longer than this is no longer a glance
+UNIT_WORDS = 3       # words kept after a figure as its unit ("fewer decoder-side tokens")
+_NUMBER_WORD = r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
+_NUMBER_TOKEN_RE = re.compile(_NUMBER_WORD + r"|(?<![\w.])[-+]?\$?\d[\d,.]*(?:\s?[%×x]|[KMB]\b|k\b)?(?:\s?[–-]\s?\d[\d,.]*\s?[%×x]?)?")
+_NUM = r"[-+]?\$?\d[\d,.]*\d?\s?(?:%|×|x\b|pp\b|[KMB]\b)?"
+# "1B and 3B", "2, 4 and 8": figures listed together answer together.
+_LIST_OF_NUMBERS_RE = re.compile(r"(?<![\w.])\$?\d[\d,.]*[KMB%×]?(?:\s*,\s*\$?\d[\d,.]*[KMB%×]?)*,?\s+(?:and|or)\s+"
+                                 r"\$?\d[\d,.]*[KMB%×]?(?![\w.])")
+_RANGE_RE = re.compile(r"\bfrom\s+(?:approximately\s+|about\s+|around\s+|roughly\s+)?" + _NUM +
+                       r"\s+to\s+(?:over\s+|above\s+|about\s+|nearly\s+|almost\s+|roughly\s+)?" + _NUM)
+_STOP_UNIT = frozenset("""and or but than that which while with by on in at for from to of as when where whereas
+    compared relative over under across per vs versus using via through into after before during a an the its their
+    this these is are was were""".split())
+_YES_NO_RE = re.compile(r"^\s*(?:does|do|did|is|are|was|were|can|could|will|would|has|have)\b", re.I)
+_NEEDS_RE = re.compile(r"\b(?:need|needs|require|requires|required|use|uses|involve|involves|rely|relies|"
+                       r"depend|depends)\b(?:\s+on)?\s+(?:any\s+|a\s+|an\s+|extra\s+|additional\s+|further\s+|"
+                       r"more\s+|new\s+|re-?)*([A-Za-z][\w-]*)", re.I)
+_ENUM_RE = re.compile(r"(?:[\w'’()\-–/]+(?:\s+[\w'’()\-–/]+){0,4},\s+){1,8}(?:and|or)\s+[\w'’()\-–/]+(?:\s+[\w'’()\-–/]+){0,4}"
+                      r"|[\w'’()\-–/]+(?:\s+[\w'’()\-–/]+){0,3},?\s+and\s+[\w'’()\-–/]+(?:\s+[\w'’()\-–/]+){0,3}")
+
+
+@dataclass
+class Lead:
+    text: str     # the line shown ("1,800 test steps", "No: training-free")
+    span: str     # the verbatim part of the quoted sentence it rests on
+    paper_id: str
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'’\-–.,%×$^*()]+", text)
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w.lower()) for w in re.findall(r"[A-Za-z][\w-]*", text) if w.lower() not in STOPWORDS}
+
+
+def _trim(span: str) -> str:
+    return span.strip().strip(",;:").strip()
+
+
+def _closeness(sentence: str, at: int, end: int, asked: set[str]) -> float:
+    """How near the asked words stand to a figure: each asked word within five words on either side counts
+    1 / distance (the nearest figure to "speedup" in "19.1 ms, a 3.04× speedup" is 3.04×)."""
+    left = re.findall(r"[A-Za-z][\w@-]*", sentence[:at])[-5:][::-1]
+    right = re.findall(r"[A-Za-z][\w@-]*", re.sub(r"^\w+", "", sentence[end:]))[:5]  # after a glued unit
+    score = 0.0
+    for side in (left, right):
+        for d, w in enumerate(side, 1):
+            if stems(w) & asked:
+                score += 1.0 / d
+    return score
+
+
+def number_span(sentence: str, asked: set[str], given: frozenset[str] = frozenset(),
+                prefer: set[str] | None = None) -> str | None:
+    """The figure of the sentence the question asks for, with its unit (see the module docstring); `given` are
+    the numbers the question itself states ("the 4B model"), which are not what it asks; `prefer` are the words
+    a chat turn added to the question it continues ("and memory?"), which weigh most."""
+    best: tuple[float, int, str] | None = None
+    ranges = list(_RANGE_RE.finditer(sentence)) + list(_LIST_OF_NUMBERS_RE.finditer(sentence))
+    for m in _NUMBER_TOKEN_RE.finditer(sentence):
+        token = m.group(0).strip()
+        if not numbers(token) or re.fullmatch(r"(?:19|20)\d\d", token) or numbers(token) <= given:
+            continue  # a year, or a figure the question gives, is not the figure asked for
+        score = _closeness(sentence, m.start(), m.end(), asked) - (0.25 if token[0].isalpha() else 0.0)
+        if prefer:
+            score += 2 * _closeness(sentence, m.start(), m.end(), prefer)
+        if re.search(r"(?<![.!?]\s)\b[A-Z][a-z]+\s$", sentence[:m.start()]) and re.fullmatch(r"\d+(?:\.\d+)?", token):
+            score -= 0.5  # "Claude Opus 4.6", "Qwen 2.5": a version, not a figure
+        start, end = m.start(), m.end()
+        for r in ranges:  # "from 87.4% to 98.75%", "1B and 3B": the whole range or list is the answer
+            if r.start() <= m.start() < r.end():
+                start, end = r.start(), r.end()
+        if end == m.end() or sentence[end - 1].isdigit() or sentence[end - 1] in "%×":
+            # the figure's unit follows it ("1,800 test steps", "+8.5pp accuracy", "1B and 3B parameters")
+            taken, base = 0, end
+            for w in re.finditer(r"\S+", sentence[base:]):
+                core = w.group(0).rstrip(",.;:)")
+                if taken == UNIT_WORDS or not core or core.lower() in _STOP_UNIT or \
+                        (w.start() > 0 and not re.match(r"[A-Za-z]", core)):
+                    break
+                end = base + w.start() + len(core)
+                taken += w.start() > 0
+                if core != w.group(0):
+                    break
+        span = sentence[start:end]
+        if best is None or score > best[0]:
+            best = (score, -m.start(), _trim(span))
+    return best[2] if best else None
+
+
+def expansion_span(sentence: str, name: str) -> str | None:
+    """"Long Name (NAME)" or "NAME (Long Name)" as written in the sentence."""
+    for m in re.finditer(r"\(([^()]{1,60})\)", sentence):
+        inside = m.group(1).strip()
+        if inside.lower() != name.lower():
+            before = sentence[:m.start()].rstrip()
+            if before.lower().endswith(name.lower()) and initials_match(inside, name):
+                return sentence[len(before) - len(name):m.end()]
+            continue
+        before = re.findall(r"[A-Za-z][\w'’-]*", sentence[:m.start()])[-8:]
+        for i in range(len(before)):
+            if initials_match(" ".join(before[i:]), name):
+                first = before[i]
+                at = sentence.rfind(first, 0, m.start())
+                return sentence[at:m.end()]
+    return None
+
+
+def _is_name(w: str) -> bool:
+    """A coined name ("BRIGHT", "Qwen3", "LIBERO"), not a plural acronym naming a kind ("LLMs")."""
+    if w.endswith("s") and w[:-1].isupper():
+        return False
+    if len(w) < 3 and not any(c.isdigit() for c in w):
+        return False  # "AI", "RL": two letters name a field, not a model or benchmark
+    return is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w))
+
+
+def names_span(sentence: str, label: str) -> str | None:
+    """The stretch of the sentence from its first coined name to its last (the paper's own label left out)."""
+    hits = [m for m in re.finditer(r"[A-Za-z][\w.+\-]*[\w+]", sentence)
+            if _is_name(m.group(0)) and m.group(0).lower() not in label.lower()]
+    if not hits:
+        return None
+    # The first name and the ones listed with it ("BRIGHT and BEIR", "A, B, and C"): one enumeration.
+    end = hits[0].end()
+    for h in hits[1:]:
+        if not re.fullmatch(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*|/)\s*", sentence[end:h.start()]):
+            break
+        end = h.end()
+    return sentence[hits[0].start():end]
+
+
+def parts_span(sentence: str) -> str | None:
+    """An enumeration of the sentence ("A, B, and C")."""
+    found = [m.group(0) for m in _ENUM_RE.finditer(sentence)]
+    found = [f for f in found if len(f.split()) <= 2 * MAX_SPAN_WORDS]
+    return _trim(max(found, key=lambda f: f.count(","))) if found else None
+
+
+def yes_no(question: str, sentences: list[str], asked_names: list[str]) -> tuple[str, str] | None:
+    """("No", span) or ("Yes", span) when every sentence says it literally; None otherwise."""
+    if not _YES_NO_RE.match(question):
+        return None
+    need = _NEEDS_RE.search(question)
+    if need:
+        thing = need.group(1).lower()
+        root = stem(thing)
+        spans = []
+        for s in sentences:
+            m = re.search(r"\b([\w-]*?" + re.escape(root) + r"\w*-free)\b|\bwithout\s+(?:any\s+)?(?:\w+\s+)?" +
+                          re.escape(root) + r"\w*", s, re.I)
+            if not m or re.search(r"\b(?:not|never|no)\s+\S*$", s[:m.start()]):
+                return None if not spans else None
+            spans.append(m.group(0))
+        if spans:
+            return "No", spans[0]
+    if asked_names and all(all(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", s) for n in asked_names)
+                           for s in sentences):
+        return "Yes", asked_names[0]
+    return None
+
+
+def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str, str]],
+             emphasis: tuple[str, ...] = ()) -> Lead | None:
+    """The lead of an extractive answer; `quotes` are (paper id, label, title, sentence) in answer order, and
+    `emphasis` the words a chat turn added to the question it continues."""
+    if not quotes or info.multi:
+        return None
+    pid, label, title, sentence = quotes[0]
+    focus_words = _stems(label) | _stems(title)
+    if info.shape == "definition":
+        for name in info.specific or []:
+            span = expansion_span(sentence, name)
+            if span:
+                return Lead(span, span, pid)
+        return None
+    if info.wants_number:
+        asked = (info.units - focus_words) or (info.content - focus_words) or info.content
+        span = number_span(sentence, asked, numbers(question), prefer={s for w in emphasis for s in stems(w)})
+        return Lead(span, span, pid) if span and len(span.split()) <= MAX_SPAN_WORDS else None
+    names_paper = label.lower() in question.lower()
+    if info.lookup and not names_paper and len({q[0] for q in quotes}) == 1:
+        return Lead(label, label, pid)
+    names = [t for t in info.specific if t.lower() not in label.lower()]
+    by_paper: dict[str, str] = {}
+    for q in quotes:  # all of a paper's quotes: the yes/no may be in its second one
+        by_paper[q[0]] = (by_paper.get(q[0], "") + " " + q[3]).strip()
+    verdict = yes_no(question, list(by_paper.values()), names)
+    if verdict:
+        return Lead(f"{verdict[0]}: {verdict[1]}", verdict[1], pid)
+    if info.parts and not info.lookup:
+        span = parts_span(sentence)
+        if span:
+            return Lead(span, span, pid)
+    if info.wants_names:
+        span = names_span(sentence, label)
+        return Lead(span, span, pid) if span else None
+    return None
