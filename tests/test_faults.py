@@ -20,9 +20,8 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-from rag.answer.conversation import Conversation
 from rag.schema import StreamEvent
-from rag.service import Assistant
+from rag.service import Assistant, Conversation
 from rag.schema import Answer
 from rag.settings import Settings
 

@@ -9,11 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rag import prompts
-from rag.answer.conversation import Conversation
 from rag.answer.cite import UNSUPPORTED_MARK, SourceText, check_answer
 from rag.answer.llm import LLMConfigError, is_local_url
 from rag.answer.render import sources_for
-from rag.service import Assistant
+from rag.service import Assistant, Conversation
 from rag.answer.retrieve import Retriever
 from rag.settings import load_settings
 
@@ -148,8 +147,8 @@ def test_new_subject_is_not_a_follow_up(assistant) -> None:
 def test_follow_up_with_llm(corpus_settings, llama_server: LlamaServer) -> None:
     conv = Conversation(Assistant(llm_settings(corpus_settings, llama_server.url)))
     conv.ask("What speedup does CoRF report?", mode="extractive")
-    rw = conv.rewrite("and how much memory does it save?", use_llm=True)
-    assert rw.how in ("llm", "carry-over") and "CoRF" in rw.question and rw.scope
+    rw, notice = conv.resolve("and how much memory does it save?", use_llm=True)
+    assert notice is None and rw.how in ("llm", "reference") and "CoRF" in rw.question and rw.papers
     a = conv.ask("and how much memory does it save?")
     assert a.rewritten and "CoRF" in a.rewritten and llm_answered(a)
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from rag.service import outside_scope
 from rag.schema import Answer, Citation, Retrieved, SentenceCheck
 from ui.app import CSS, Backend, answer_html, build_app, esc, evidence_html, lookup_html, plain_answer, safe_url
 
@@ -166,9 +165,12 @@ def test_lookup_html_shows_strength_instead_of_scores(assistant) -> None:  # noq
 def test_outside_scope_names_the_indexed_paper(assistant) -> None:  # noqa: ANN001
     ids = {e.label: e.paper_id for e in assistant.papers()}
     question = "Over how many test steps does RecMem stay stable?"
-    assert outside_scope(assistant, question, [ids["CoRF"]]) == ["RecMem"]
-    assert outside_scope(assistant, question, [ids["RecMem"], ids["CoRF"]]) == []
-    assert outside_scope(assistant, "What does ZorbleNet compute?", [ids["CoRF"]]) == []
+    out = assistant.ask(question, paper_ids=[ids["CoRF"]])
+    assert out.abstained and out.outside_scope == ["RecMem"] and "1,800" not in out.answer
+    assert out.answer.startswith("RecMem is indexed but outside the selected papers")
+    inside = assistant.ask(question, paper_ids=[ids["RecMem"], ids["CoRF"]])
+    assert not inside.abstained and inside.outside_scope == [] and "1,800" in inside.answer
+    assert assistant.ask("What does ZorbleNet compute?", paper_ids=[ids["CoRF"]]).outside_scope == []
 
 
 def test_paper_metadata_from_optional_fields() -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.service import Assistant, LookupHit
+from rag.schema import LookupHit
+from rag.service import Assistant
 from ui.app import CSS, build_app
 
 from tests.conftest import CORPUS, ROOT, free_port, make_settings, write_jsonl
