@@ -6,6 +6,7 @@ matplotlib are loaded inside the command.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,23 @@ def eval_command(
     min_judge_agreement: Optional[float] = typer.Option(None, "--min-judge-agreement", min=0, max=1,
                                                         help="Gate: minimum judge agreement with the labels."),
     max_p95_ms: Optional[float] = typer.Option(None, "--max-p95-ms", min=0, help="Gate: maximum p95 latency."),
+    conversations: Optional[Path] = typer.Option(None, "--conversations", help="Chat conversations, JSON Lines "
+                                                 "(default: eval/conversations.jsonl), asked turn by turn."),
+    no_conversations: bool = typer.Option(False, "--no-conversations", help="Skip the conversation eval."),
+    min_conv_cites_gold: Optional[float] = typer.Option(None, "--min-conv-cites-gold", min=0, max=1,
+                                                        help="Gate: chat turns citing a gold paper (answerable)."),
+    min_conv_facts: Optional[float] = typer.Option(None, "--min-conv-facts", min=0, max=1,
+                                                   help="Gate: share of chat turns' facts stated."),
+    min_conv_follow_up_right: Optional[float] = typer.Option(None, "--min-conv-follow-up-right", min=0, max=1,
+                                                             help="Gate: follow-up turns answered right."),
+    min_conv_abstain: Optional[float] = typer.Option(None, "--min-conv-abstain", min=0, max=1,
+                                                     help="Gate: must-abstain chat turns that abstain."),
+    max_conv_wrong_paper: Optional[float] = typer.Option(None, "--max-conv-wrong-paper", min=0, max=1,
+                                                         help="Gate: answerable chat turns citing a non-gold paper."),
+    max_conv_false_abstain: Optional[float] = typer.Option(None, "--max-conv-false-abstain", min=0, max=1,
+                                                           help="Gate: answerable chat turns that abstain."),
+    min_lead: Optional[float] = typer.Option(None, "--min-lead", min=0, max=1, help="Gate: number and "
+                                             "definition turns whose lead line holds the expected answer."),
 ) -> None:
     """Score answers to hand-written questions: retrieval, citations, faithfulness, correctness, abstention."""
     started = time.perf_counter()
@@ -136,7 +154,37 @@ def eval_command(
         typer.echo(f"{summary['fallbacks']} answer(s) fell back from the LLM to the extractive answerer")
     typer.echo(f"report: {paths['report.md']}  plot: {paths['scores.png']}  ({summary['seconds']:.0f} s)")
 
-    failures = check_gates(summary, {
+    conv_failures: list[str] = []
+    if not no_conversations and limit is None:
+        from eval.conversations import (CONVERSATIONS_PATH, conversation_table, load_conversations,
+                                        run_conversations, summarise_conversations)
+
+        conv_path = conversations or CONVERSATIONS_PATH
+        cases = load_conversations(conv_path)
+        conv_records = run_conversations(assistant.conversation, cases, used_mode, k)
+        conv_summary = summarise_conversations(conv_records)
+        folder = paths["report.md"].parent
+        (folder / "conversations.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                                            for r in conv_records))
+        (folder / "conversations_summary.json").write_text(json.dumps(conv_summary, indent=1))
+        typer.echo(f"\nConversations ({conv_path}, {conv_summary['conversations']} chats):")
+        typer.echo(conversation_table(conv_summary))
+        measured = {"conv_cites_gold": conv_summary["all"]["cites_gold"], "conv_facts": conv_summary["all"]["facts"],
+                    "conv_follow_up_right": conv_summary["follow_up"]["right"],
+                    "conv_abstain": conv_summary["all"]["must_abstain_abstained"],
+                    "lead": conv_summary["all"]["lead_ok_number_definition"]}
+        for key, minimum in (("conv_cites_gold", min_conv_cites_gold), ("conv_facts", min_conv_facts),
+                             ("conv_follow_up_right", min_conv_follow_up_right), ("conv_abstain", min_conv_abstain),
+                             ("lead", min_lead)):
+            if minimum is not None and (measured[key] is None or measured[key] < minimum):
+                conv_failures.append(f"{key}: {measured[key]} is below the minimum {minimum:g}")
+        for key, maximum, value in (("conv_wrong_paper", max_conv_wrong_paper, conv_summary["all"]["wrong_paper"]),
+                                    ("conv_false_abstain", max_conv_false_abstain,
+                                     conv_summary["all"]["answerable_abstained"])):
+            if maximum is not None and (value is None or value > maximum):
+                conv_failures.append(f"{key}: {value} is above the maximum {maximum:g}")
+
+    failures = conv_failures + check_gates(summary, {
         "hit@1": min_hit1, "hit@5": min_hit5, "mrr": min_mrr, "ndcg@5": min_ndcg5, "recall@5": min_recall5,
         "citation_recall": min_citation_recall, "citation_precision": min_citation_precision,
         "cites_gold": min_cites_gold, "faithfulness": min_faithfulness, "correctness": min_correctness,

@@ -227,7 +227,7 @@ class Assistant:
     def _extractive(self, question: str, retrieval: Retrieval, emphasis: tuple[str, ...] = ()) -> Answer:
         # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
         self.retriever.complete(retrieval)
-        draft = draft_answer(question, retrieval, vocab=self.vocabulary())
+        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), named=self._named(question))
         return render_extractive(question, retrieval, draft, self.settings.unsupported, emphasis)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:

@@ -407,7 +407,7 @@ def _quoted_part(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> t
     pattern = re.compile(r"(?<![\w.,])" + re.escape(rest) + r"(?![\w]|[.,]\d)")
     for n in valid:
         for s in by_n[n].sentences:
-            if pattern.search(s):
+            if pattern.search(s) and _norm(rest) != _norm(s):  # a whole sentence is a quote, not a part
                 return n, s
     return None
 

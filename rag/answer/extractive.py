@@ -50,6 +50,7 @@ class Draft:
     abstention: str | None = None
     summary: str | None = None
     info: QuestionInfo | None = None  # what the question asked (the lead line reads it)
+    best: Quote | None = None  # the likeliest quote, when the quotes are shown in another order
 
 
 _NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
@@ -155,12 +156,18 @@ class Prepared:
 
 def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants,
             embed: Callable[[list[str]], list[list[float]]] | None = None,
-            info: QuestionInfo | None = None) -> Prepared:
-    """Shape, named papers and scored sentences of a question (shared by the answerer and the fitting script)."""
+            info: QuestionInfo | None = None, named: list[str] | None = None) -> Prepared:
+    """Shape, named papers and scored sentences of a question (shared by the answerer and the fitting script).
+
+    `named`: ids of the papers the caller knows the question is about (a chat turn that refers to them, or the
+    papers it names found over the whole index), in the order named."""
     c = constants
     info = info or analyse(question, lambda t: vocab.common(t, c))
     papers = retrieval.papers
     focus = [p for p in papers if mentions(question, p.label) and _names_few(name_used(question, p.label), vocab)]
+    if named:
+        by_id = {p.paper_id: p for p in papers}
+        focus = [by_id[i] for i in named if i in by_id] + [p for p in focus if p.paper_id not in named]
     focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in re.findall(r"[\w-]+", k)}
     if not focus and info.specific and not info.multi and info.shape != "claim":
         # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it. A claim's
@@ -189,7 +196,8 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
 
 def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None = None,
                  vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
-                 constants: Constants | None = None, prepared: Prepared | None = None) -> Draft:
+                 constants: Constants | None = None, prepared: Prepared | None = None,
+                 named: list[str] | None = None) -> Draft:
     """Choose the quotes that answer the question, or the reason to abstain (`prepared`: the question
     already read and scored, as the fitting script reuses it across constants)."""
     c = constants or current_constants()
@@ -197,7 +205,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     papers = retrieval.papers
     if not papers:
         return Draft([], prompts.ABSTAIN_NO_PAPERS)
-    pr = prepared or prepare(question, retrieval, vocab, c, embed, info)
+    pr = prepared or prepare(question, retrieval, vocab, c, embed, info, named)
     info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
         return Draft([], prompts.ABSTAIN_NO_MATCH)
@@ -222,13 +230,21 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
     if missing:
         return _abstain(prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
 
+    if len(focus) >= 2 and not info.multi and (info.wants_number or info.wants_names):
+        # "How many models does each of A and B evaluate?": each named paper's own figure (or names).
+        parts = [_choose(question, info, [p], focus_terms, names, [p], [x for x in cands if x.paper is p],
+                         [p], vocab, c) for p in focus if any(x.paper is p for x in cands)]
+        answered = [d for d in parts if d.quotes]
+        if not answered:
+            return parts[0] if parts else _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+        return Draft([q for d in answered for q in d.quotes], best=answered[0].best or answered[0].quotes[0])
     if info.wants_number:
         return _numeric(info, cands, focus_terms, c)
     if info.wants_names:
         # The likeliest sentence that has the asked attribute and names something (the cheaper test first).
         named = next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
                       and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)), None)
-        if named is None and not info.name_noun:
+        if named is None and not info.strict_names:
             # Parts, kinds, mechanisms are described in ordinary words: the likeliest sentence that has the asked
             # noun, or (for parts) lists several things.
             named = next((x for x in cands if info.attribute and info.attribute <= stems(x.sentence)
@@ -255,8 +271,13 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
             return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
 
     if len(focus) >= 2 and not info.multi:
-        return Draft([_best_of(cands, p) for p in focus if _best_of(cands, p)],
-                     summary=None)
+        # Each named paper on the asked aspect: its two likeliest sentences, in its abstract's order.
+        quotes = []
+        for p in focus:
+            own = [Quote(p, x.sentence) for x in cands if x.paper is p][:MAX_SENTENCES]
+            quotes += _in_order(own, cands) if own else []
+        best = _best_of(cands, focus[0])
+        return Draft(quotes, best=best)
     if focus:
         return _about_paper(info, cands, focus[0], names.get(focus[0].paper_id, ""), c)
     if info.multi:
@@ -276,13 +297,11 @@ def _about_paper(info: QuestionInfo, cands: list[Candidate], paper: PaperHit, na
         defining = [x for x in own if defines(x.sentence, name)]
         if defining:
             return Draft([Quote(paper, defining[0].sentence)])
-    n = MAX_SENTENCES if info.shape in ("contribution", "limitation", "definition") else 1
-    quotes = [Quote(paper, own[0].sentence)]
-    for x in own[1:n]:
-        quotes.append(Quote(paper, x.sentence))
-    if n == 1 and len(own) > 1 and own[1].prob >= c.second_sentence_at and not info.lookup:
-        quotes.append(Quote(paper, own[1].sentence))
-    return Draft(_in_order(quotes, cands))
+    # A question about a named paper gets its two likeliest sentences (a lookup only its best): the second is
+    # often the one that states the asked detail, and both are that paper's own words.
+    n = 1 if info.lookup else MAX_SENTENCES
+    quotes = [Quote(paper, x.sentence) for x in own[:n]]
+    return Draft(_in_order(quotes, cands), best=quotes[0])
 
 
 def _in_order(quotes: list[Quote], cands: list[Candidate]) -> list[Quote]:

@@ -91,7 +91,7 @@ def number_span(sentence: str, asked: set[str], given: frozenset[str] = frozense
             continue  # a year, or a figure the question gives, is not the figure asked for
         score = _closeness(sentence, m.start(), m.end(), asked) - (0.25 if token[0].isalpha() else 0.0)
         if prefer:
-            score += 2 * _closeness(sentence, m.start(), m.end(), prefer)
+            score += 4 * _closeness(sentence, m.start(), m.end(), prefer)
         if re.search(r"(?<![.!?]\s)\b[A-Z][a-z]+\s$", sentence[:m.start()]) and re.fullmatch(r"\d+(?:\.\d+)?", token):
             score -= 0.5  # "Claude Opus 4.6", "Qwen 2.5": a version, not a figure
         start, end = m.start(), m.end()
@@ -171,16 +171,14 @@ def yes_no(question: str, sentences: list[str], asked_names: list[str]) -> tuple
         return None
     need = _NEEDS_RE.search(question)
     if need:
-        thing = need.group(1).lower()
-        root = stem(thing)
+        root = re.escape(stem(need.group(1).lower()))
         spans = []
         for s in sentences:
-            m = re.search(r"\b([\w-]*?" + re.escape(root) + r"\w*-free)\b|\bwithout\s+(?:any\s+)?(?:\w+\s+)?" +
-                          re.escape(root) + r"\w*", s, re.I)
-            if not m or re.search(r"\b(?:not|never|no)\s+\S*$", s[:m.start()]):
-                return None if not spans else None
-            spans.append(m.group(0))
-        if spans:
+            m = re.search(r"\b([\w-]*?" + root + r"\w*-free)\b|\bwithout\s+(?:any\s+)?(?:\w+\s+)?" + root + r"\w*", s,
+                          re.I)
+            if m and not re.search(r"\b(?:not|never|no)\s+\S*$", s[:m.start()]):
+                spans.append(m.group(0))
+        if spans and len(spans) == len(sentences):
             return "No", spans[0]
     if asked_names and all(all(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", s) for n in asked_names)
                            for s in sentences):

@@ -59,6 +59,8 @@ QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share
     improvement reduction scale value amount length dimension temperature threshold""".split())
 NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
     baselines backbone backbones task domain language checkpoint architecture tool metric optimizer""".split())
+# Of those, the ones whose names are coined ("LIBERO", "Qwen3"): a task or a domain is named in ordinary words.
+STRICT_NAME_NOUNS = NAME_NOUNS - frozenset(stem(w) for w in "task domain language tool".split())
 # Nouns that ask for the parts of something: the answer lists them, in ordinary words.
 PART_NOUNS = frozenset(stem(w) for w in """component components part parts stage stages step steps factor factors
     element elements dimension dimensions aspect aspects pillar pillars ingredient ingredients phase phases module
@@ -171,7 +173,7 @@ class QuestionInfo:
     attribute: set[str] = field(default_factory=set)  # words a named answer must sit next to ("embedding")
     shape: str = "question"  # see question_shape
     unit_acronyms: list[str] = field(default_factory=list)  # "LMs" in "how many LMs": matches "language models"
-    name_noun: bool = False  # the names asked for are of models, benchmarks, datasets ... (coined names expected)
+    strict_names: bool = False  # names of models, benchmarks, datasets ... are asked for: coined names expected
     parts: bool = False      # asks for the parts of something ("what three components ...")
 
 
@@ -242,10 +244,12 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
              if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
     heads = {stem(w) for w in phrase}
+    if re.match(r"^\W*(?:what|which)\s+(?:kinds?|types?|sorts?)\s+of\b", q, re.I):
+        wants_names = False  # "what kinds of tasks ..." asks for a description, not for names
     return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
                         wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
                         attribute=attribute, shape=shape, unit_acronyms=acronyms,
-                        name_noun=bool(heads & NAME_NOUNS) or (wants_names and not phrase),
+                        strict_names=bool(heads & STRICT_NAME_NOUNS) or (wants_names and not phrase),
                         parts=bool(heads & PART_NOUNS))
 
 

@@ -70,8 +70,9 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
             order.append(quote.paper)
     n_of = {p.paper_id: i for i, p in enumerate(order, 1)}
     lines = []
+    ranked = ([draft.best] if draft.best is not None else []) + [q for q in draft.quotes if q is not draft.best]
     lead = lead_for(question, draft.info, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
-                                           for q in draft.quotes], emphasis) if draft.info is not None else None
+                                           for q in ranked], emphasis) if draft.info is not None else None
     if lead is not None:
         line = f"{lead.text} [{n_of[lead.paper_id]}]"
         # The lead is shown only when the citation check passes it (a quoted part of its sentence): a line the
