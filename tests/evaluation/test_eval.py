@@ -48,8 +48,10 @@ def sources(labels) -> dict[str, SourceText]:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def full_run(assistant, corpus_settings, judge, tmp_path_factory):  # noqa: ANN001, ANN201
-    """Every eval question through the extractive mode over the real corpus, scored and written to a folder."""
-    questions = load_questions(QUESTIONS_PATH)
+    """Every third eval question (each type among them) through the extractive mode over the real corpus, scored
+    and written to a folder; the full set is answered once, by `make test`'s eval gate."""
+    questions = load_questions(QUESTIONS_PATH)[::3]
+    assert len({q.type for q in questions}) == len({q.type for q in load_questions(QUESTIONS_PATH)})
     records = run_questions(assistant, questions, "extractive", None, judge, progress=False)
     info = run_info(corpus_settings, "extractive", None, judge, QUESTIONS_PATH, len(questions))
     summary = summarise(records, info, None, 1.0)
@@ -212,7 +214,7 @@ def test_extractive_answers_only_quote_their_sources(full_run) -> None:  # noqa:
     """Every extractive sentence is a verbatim quote or a list of cited labels, so nothing is unsupported."""
     _, records, summary, _ = full_run
     stated = [r for r in records if r["sentences"]]
-    assert len(stated) > 50
+    assert len(stated) > 25
     assert all(s["supported"] for r in stated for s in r["sentences"])
     assert summary["overall"]["faithfulness"] == 1.0 and summary["overall"]["citation_recall"] == 1.0
 
