@@ -39,7 +39,8 @@ def test_comparison_quotes_each_named_paper(synthetic) -> None:
     a = synthetic.ask("Compare Hydroleaf and Rootweave")
     assert not a.abstained
     assert set(_cited_ids(a)) == {_id_of(synthetic, "Hydroleaf"), _id_of(synthetic, "Rootweave")}
-    assert a.answer.count("“") == 2  # one sentence from each
+    # each paper on the aspect asked: its two likeliest sentences, in its abstract's order
+    assert [c.quote.count(" … ") + 1 for c in a.citations] == [2, 2] and a.answer.count("“") == 4
 
 
 def test_contribution_quotes_the_sentence_that_introduces_the_method(synthetic) -> None:
