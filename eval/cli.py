@@ -116,10 +116,8 @@ def eval_command(
     from eval.report import check_gates, console_table, summarise, write_run
     from eval.run import (QUESTIONS_PATH, QuestionsError, judge_agreement, load_questions, missing_gold,
                           open_assistant, run_info, run_questions)
-    from rag.answer.llm import LLMConfigError
-    from rag.errors import QuestionError
-    from rag.settings import SettingsError, load_settings
-    from rag.index.store import StoreError
+    from rag.errors import PapersError
+    from rag.settings import load_settings
 
     questions_path = questions or QUESTIONS_PATH
     try:
@@ -129,11 +127,11 @@ def eval_command(
         used_mode = assistant.resolve_mode(mode)
         scorer = make_judge(judge, settings, assistant.retriever.embedder.get_text_embedding_batch,
                             [e.label for e in assistant.papers()])
-    except (SettingsError, QuestionsError, QuestionError, LLMConfigError, ValueError) as e:
+    except (QuestionsError, ValueError) as e:
         _fail(str(e))
         return
-    except StoreError as e:
-        _fail(str(e), 1)
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
         return
     absent = missing_gold(assistant, asked)
     if absent:

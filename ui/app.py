@@ -26,12 +26,15 @@ import gradio as gr
 from rag import prompts
 from rag.service import Conversation
 from rag.answer.question import clean_question
+from rag.corpus.references import to_bibtex
+from rag.corpus.sections import place, where_of
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
 from rag.schema import Answer, Citation, record
 from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
 from rag.text import split_sentences
+from ui.login import LoginGuard
 
 log = logging.getLogger(__name__)
 
@@ -154,17 +157,11 @@ def reference_text(c: Citation, entry: CatalogEntry | None) -> str:
 
 
 def bibtex_for(entries: list[Any]) -> str | None:
-    """BibTeX for some papers through rag.corpus.references (None when that module is not installed)."""
-    try:
-        from rag.corpus.references import to_bibtex  # type: ignore[import-not-found]
-    except ImportError:
-        return None
+    """BibTeX for some papers (None when there are none, or the export fails: the answer is shown without it)."""
     if not entries:
         return None
     try:
         out = to_bibtex(entries)
-    except TypeError:  # a per-paper function
-        out = "\n\n".join(to_bibtex(e) for e in entries)
     except Exception:
         log.exception("BibTeX export failed")
         return None
@@ -266,7 +263,6 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
     place_shown = meta["page"]
     if entry is not None and getattr(entry, "layout", ""):
         # a paper read from a PDF: the card shows the section the quote is in, not the whole paper
-        from rag.corpus.sections import place, where_of
 
         page, section, segment = where_of(entry.text, entry.layout, c.quote)
         shown = segment or shown
@@ -631,7 +627,6 @@ def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
     demo = build_app(settings)
     auth = None
     if settings.ui_auth:  # validated as user:password by the settings; failed logins are slowed down
-        from ui.login import LoginGuard
 
         user, _, password = settings.ui_auth.get_secret_value().partition(":")
         auth = LoginGuard(user, password).check

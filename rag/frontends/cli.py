@@ -1,7 +1,8 @@
 """`papers`: ingest, ask, cite, list, chat, ui, mcp, serve and eval from the terminal.
 
-Heavy libraries (torch, chromadb, llama-index, gradio) are imported inside the commands that need them, so
-`papers --help` and argument errors are instant.
+Heavy libraries (torch, chromadb, llama-index, gradio) and the modules that load them (the service, settings,
+ingest, the servers) are imported inside the commands that need them, so `papers --help` and argument errors
+are instant; only the error and record types are imported here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+
+from rag.errors import PapersError, QuestionError
+from rag.schema import record
 
 if TYPE_CHECKING:
     from rag.service import Assistant
@@ -83,7 +87,6 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _settings(**overrides: object) -> Settings:
-    from rag.errors import PapersError
     from rag.settings import load_settings
 
     try:
@@ -94,7 +97,6 @@ def _settings(**overrides: object) -> Settings:
 
 
 def _assistant(settings: Settings) -> Assistant:
-    from rag.errors import PapersError
     from rag.service import open_assistant
 
     try:
@@ -149,7 +151,6 @@ def ingest(
                                             help="Show the progress bar (default: when stderr is a terminal)."),
 ) -> None:
     """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
-    from rag.errors import PapersError
     from rag.index.ingest import ingest as run_ingest
 
     settings = _settings()
@@ -209,8 +210,6 @@ def ask(
                                      "{\"q\", \"scope\"} or of conversations {\"id\", \"turns\": [...]}."),
 ) -> None:
     """Answer a question from the indexed abstracts, citing the papers."""
-    from rag.errors import PapersError, QuestionError
-    from rag.schema import record
 
     if conversation is not None:
         return _ask_conversations(conversation, k, json_out, mode, paper)
@@ -284,8 +283,6 @@ def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
 def _ask_conversations(path: Path, k: int | None, json_out: bool, mode: str | None,
                        paper: list[str] | None) -> None:
     """`papers ask --conversation FILE`: every chat of the file, turn after turn, as the UI would ask it."""
-    from rag.errors import PapersError, QuestionError
-    from rag.schema import record
 
     chats = _conversation_file(path)
     assistant = _assistant(_settings())
@@ -322,8 +319,6 @@ def cite(
                                       help="Print the matching papers as references: bibtex, ris or text."),
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
-    from rag.errors import PapersError, QuestionError
-    from rag.schema import record
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
         _fail(f"unknown --format {fmt!r} (use {', '.join(REFERENCE_FORMATS)})", 2)
@@ -375,8 +370,6 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
                                                   help="Print every paper as a reference: bibtex, ris or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
-    from rag.errors import PapersError
-    from rag.schema import record
     from rag.service import paper_record
 
     if fmt is not None and fmt not in REFERENCE_FORMATS:
@@ -407,7 +400,6 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
 def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
          mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
     """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
-    from rag.errors import QuestionError
 
     conversation = _assistant(_settings()).conversation()
     typer.echo("Ask about the papers; follow-ups work (empty line to quit).")
@@ -431,7 +423,6 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs n
     """Check that the store, its catalog and the local index agree; say how to fix each problem."""
     from rag.index.doctor import diagnose
     from rag.index.doctor import repair as run_repair
-    from rag.index.store import StoreError
 
     settings = _settings()
     checkup = diagnose(settings)
@@ -443,8 +434,8 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs n
             with writer_lock(settings):  # repairs write: not under a running UI or ingest
                 for line in run_repair(settings, checkup):
                     _echo(f"repaired: {line}")
-        except StoreError as e:
-            _fail(str(e))
+        except PapersError as e:
+            _fail(str(e), e.exit_code)
         checkup = diagnose(settings)
     for f in checkup.findings:
         _echo(f.line())
@@ -497,11 +488,11 @@ def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (defa
 
 
 def _check_llm(settings: Settings) -> None:
-    from rag.answer.llm import LLMConfigError, check_llm_settings
+    from rag.answer.llm import check_llm_settings
 
     try:
         check_llm_settings(settings)
-    except LLMConfigError as e:
+    except PapersError as e:
         _fail(str(e), e.exit_code)
 
 
@@ -526,7 +517,6 @@ _register_plugins()
 
 def main() -> None:
     """Entry point: an unexpected failure is one line on stderr (PAPERS_DEBUG=1 shows the traceback)."""
-    from rag.errors import PapersError
 
     try:
         app()
