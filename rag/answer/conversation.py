@@ -49,7 +49,7 @@ _PLURAL_RE = re.compile(
     r"the\s+(?:former|latter))\b", re.I)
 _THEY_RE = re.compile(r"\b(they|them|their|theirs|themselves)\b", re.I)
 _SINGULAR_RE = re.compile(
-    r"\b(?:(its|it|itself)|(?:this|that)\s+" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|approach|"
+    r"\b(?:(its|it|itself)|(?:this|that)\s+(?:[\w-]+\s+){0,2}?" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|approach|"
     r"framework|work|technique|system|algorithm|architecture|study|authors|proposed\s+\w+))\b", re.I)
 _DEFINITE_THING_RE = re.compile(r"\bthe\s+(benchmark|dataset|task|suite|environment|testbed|corpus)\b", re.I)
 # Words that make they/them/their mean several papers: the question compares them.

@@ -26,9 +26,9 @@ from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, cu
     paper_probabilities, question_terms
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
 from rag.answer.lead import parts_span
-from rag.answer.question import QuestionInfo, analyse, specific_tokens
+from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, specific_tokens
 from rag.answer.retrieve import PaperHit, Retrieval
-from rag.text import numbers, stem, stems
+from rag.text import STOPWORDS, numbers, stem, stems
 
 SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
 MAX_SENTENCES = 2         # quotes per paper
@@ -345,6 +345,15 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
     best = with_numbers[0]
     if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=what))
+    setting = _setting(info.text) - focus_terms
+    if setting and not setting <= stems(best.sentence):
+        # "what latency on the conveyor-belt sorting task?": a figure stated for another setting does not answer.
+        own = [x for x in with_numbers if x.paper is best.paper and setting <= stems(x.sentence)]
+        if own:
+            best = own[0]
+        elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
+            where = " ".join(sorted(setting))
+            return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=f"“{where}”"))
     if not info.units:
         # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
         # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
@@ -358,6 +367,25 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
             quotes.append(Quote(x.paper, x.sentence))
     return Draft(quotes)
+
+
+_SETTING_RE = re.compile(r"(?<=\w)\s+(?:on|under|during)\s+(?:the\s+|a\s+|an\s+)?([\w\-–.+]+(?:\s+[\w\-–.+]+){0,3})",
+                         re.IGNORECASE)
+
+
+def _setting(question: str) -> set[str]:
+    """The stems of where a figure is asked for: the object of "on / under / during" after the question has
+    begun ("what latency ... on the conveyor-belt sorting task" -> conveyor-belt, sort, task), up to a function
+    word. ("In the fMRI study, ..." opening a question says which paper, not the figure's setting.)"""
+    out: set[str] = set()
+    for m in _SETTING_RE.finditer(question):
+        words = []
+        for w in m.group(1).split():
+            if w.lower() in STOPWORDS:
+                break
+            words.append(w)
+        out |= stems(" ".join(words)) - QUANTITY_NOUNS
+    return out
 
 
 def _spells_out(sentence: str, acronym: str) -> bool:
