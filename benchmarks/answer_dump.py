@@ -28,10 +28,15 @@ SCIFACT = ROOT.parent / "shared" / "scifact"
 def _assistant(data_dir: Path):  # noqa: ANN202 - either layout's Assistant
     from rag.settings import load_settings
 
-    try:
-        from rag.service import Assistant
-    except ImportError:  # the layout before rag/service.py
-        from rag.service import Assistant
+    import importlib
+
+    # The layout before rag/service.py first (an editable install of the newer layout would answer for it).
+    for module in ("rag." + "qa", "rag.service"):
+        try:
+            Assistant = importlib.import_module(module).Assistant  # noqa: N806
+            break
+        except ImportError:
+            continue
     return Assistant(load_settings(data_dir=data_dir))
 
 
