@@ -21,20 +21,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag.answer.question import QuestionInfo
+from rag.answer.question import QuestionInfo, specific_tokens
 from rag.corpus.labels import initials_match, is_coined
 from rag.text import STOPWORDS, numbers, stem, stems
 
 MAX_SPAN_WORDS = 14  # a lead longer than this is no longer a glance
 UNIT_WORDS = 3       # words kept after a figure as its unit ("fewer decoder-side tokens")
+OTHER_QUOTE_MARGIN = 1.0  # closeness (one asked word right beside the figure) by which another quote must win
 _NUMBER_WORD = r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
-_NUMBER_TOKEN_RE = re.compile(_NUMBER_WORD + r"|(?<![\w.])[-+]?\$?\d[\d,.]*(?:\s?[%×x]|[KMB]\b|k\b)?(?:\s?[–-]\s?\d[\d,.]*\s?[%×x]?)?")
+_NUMBER_TOKEN_RE = re.compile(_NUMBER_WORD + r"|(?<![\w.])(?<![A-Za-z][-–])[~≈<>≤≥]?[-+]?\$?\d[\d,.]*(?:\s?[%×x]|[KMB]\b|k\b)?(?:\s?[–-]\s?\d[\d,.]*\s?[%×x]?)?")
 _NUM = r"[-+]?\$?\d[\d,.]*\d?\s?(?:%|×|x\b|pp\b|[KMB]\b)?"
 # "1B and 3B", "2, 4 and 8": figures listed together answer together.
 _LIST_OF_NUMBERS_RE = re.compile(r"(?<![\w.])\$?\d[\d,.]*[KMB%×]?(?:\s*,\s*\$?\d[\d,.]*[KMB%×]?)*,?\s+(?:and|or)\s+"
                                  r"\$?\d[\d,.]*[KMB%×]?(?![\w.])")
 _RANGE_RE = re.compile(r"\bfrom\s+(?:approximately\s+|about\s+|around\s+|roughly\s+)?" + _NUM +
                        r"\s+to\s+(?:over\s+|above\s+|about\s+|nearly\s+|almost\s+|roughly\s+)?" + _NUM)
+# Words that qualify a figure and only that ("over" and "about" also head a place or a topic: "over 1,800 steps").
+_QUALIFIER_RE = re.compile(r"\b(?:below|above|up\s+to|approximately|nearly|almost|roughly|more\s+than|less\s+than|"
+                           r"fewer\s+than|at\s+least|at\s+most)\s+$", re.I)
 _STOP_UNIT = frozenset("""and or but than that which while with by on in at for from to of as when where whereas
     compared relative over under across per vs versus using via through into after before during a an the its their
     this these is are was were""".split())
@@ -68,8 +72,12 @@ def _trim(span: str) -> str:
 def _closeness(sentence: str, at: int, end: int, asked: set[str]) -> float:
     """How near the asked words stand to a figure: each asked word within five words on either side counts
     1 / distance (the nearest figure to "speedup" in "19.1 ms, a 3.04× speedup" is 3.04×)."""
-    left = re.findall(r"[A-Za-z][\w@-]*", sentence[:at])[-5:][::-1]
-    right = re.findall(r"[A-Za-z][\w@-]*", re.sub(r"^\w+", "", sentence[end:]))[:5]  # after a glued unit
+    # Within the figure's own stretch of the sentence: a comma or semicolon ends one listed item ("27 tabular
+    # datasets, five vision datasets").
+    before = re.split(r"[,;:(]", sentence[:at])[-1]
+    after = re.split(r"[,;:)]", re.sub(r"^\w+", "", sentence[end:]))[0]  # after a glued unit
+    left = re.findall(r"[A-Za-z][\w@-]*", before)[-5:][::-1]
+    right = re.findall(r"[A-Za-z][\w@-]*", after)[:5]
     score = 0.0
     for side in (left, right):
         for d, w in enumerate(side, 1):
@@ -80,6 +88,13 @@ def _closeness(sentence: str, at: int, end: int, asked: set[str]) -> float:
 
 def number_span(sentence: str, asked: set[str], given: frozenset[str] = frozenset(),
                 prefer: set[str] | None = None) -> str | None:
+    """The figure of the sentence the question asks for, with its unit (see `scored_number_span`)."""
+    found = scored_number_span(sentence, asked, given, prefer)
+    return found[1] if found else None
+
+
+def scored_number_span(sentence: str, asked: set[str], given: frozenset[str] = frozenset(),
+                       prefer: set[str] | None = None) -> tuple[float, str] | None:
     """The figure of the sentence the question asks for, with its unit (see the module docstring); `given` are
     the numbers the question itself states ("the 4B model"), which are not what it asks; `prefer` are the words
     a chat turn added to the question it continues ("and memory?"), which weigh most."""
@@ -110,10 +125,13 @@ def number_span(sentence: str, asked: set[str], given: frozenset[str] = frozense
                 taken += w.start() > 0
                 if core != w.group(0):
                     break
+        qualifier = _QUALIFIER_RE.search(sentence[:start])
+        if qualifier:  # "below 30%", "up to 5.9×", "more than 3,000": the qualifier is part of the figure
+            start = qualifier.start()
         span = sentence[start:end]
         if best is None or score > best[0]:
             best = (score, -m.start(), _trim(span))
-    return best[2] if best else None
+    return (best[0], best[2]) if best else None
 
 
 def expansion_span(sentence: str, name: str) -> str | None:
@@ -195,15 +213,24 @@ def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str
     pid, label, title, sentence = quotes[0]
     focus_words = _stems(label) | _stems(title)
     if info.shape == "definition":
-        for name in info.specific or []:
+        # every name the question spells, even one the collection shares ("RSP" beside "RSPO")
+        for name in dict.fromkeys([*info.specific, *specific_tokens(question)]):
             span = expansion_span(sentence, name)
             if span:
                 return Lead(span, span, pid)
         return None
     if info.wants_number:
         asked = (info.units - focus_words) or (info.content - focus_words) or info.content
-        span = number_span(sentence, asked, numbers(question), prefer={s for w in emphasis for s in stems(w)})
-        return Lead(span, span, pid) if span and len(span.split()) <= MAX_SPAN_WORDS else None
+        prefer = {s for w in emphasis for s in stems(w)}
+        # Of the lead paper's quotes, the figure that stands nearest the asked words (ties: the likeliest quote).
+        found = [f for q in quotes if q[0] == pid
+                 if (f := scored_number_span(q[3], asked, numbers(question), prefer)) is not None]
+        if not found:
+            return None
+        # the likeliest quote's figure, unless another quote's stands clearly nearer the asked words
+        span = found[0][1] if found[0][0] >= max(f[0] for f in found) - OTHER_QUOTE_MARGIN else \
+            max(found, key=lambda f: f[0])[1]
+        return Lead(span, span, pid) if len(span.split()) <= MAX_SPAN_WORDS else None
     names_paper = label.lower() in question.lower()
     if info.lookup and not names_paper and len({q[0] for q in quotes}) == 1:
         return Lead(label, label, pid)
