@@ -15,7 +15,7 @@ METRICS: list[tuple[str, str]] = [
     ("hit@1", "hit@1"), ("hit@5", "hit@5"), ("mrr", "MRR"), ("ndcg@5", "nDCG@5"), ("recall@5", "recall@5"),
     ("citation_recall", "cit. recall"), ("citation_precision", "cit. precision"), ("cites_gold", "cites gold"),
     ("cites_only_gold", "only gold"), ("faithfulness", "faithful"), ("correctness", "correct"),
-    ("abstention", "abstention"),
+    ("abstention", "abstention"), ("lead", "lead"),
 ]
 # What makes a question bad, for the "worst questions" list: retrieval rank, citations, support, facts, abstention.
 QUESTION_SCORE_KEYS = ("mrr", "citation_recall", "citation_precision", "faithfulness", "correctness", "abstention")

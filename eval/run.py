@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.answer.cite import UNSUPPORTED_MARK, SourceText, cited_numbers, strip_citations
+from rag.answer.question import analyse
 from rag.prompts import is_abstention
 from rag.settings import redact
 from rag.text import split_sentences
 
 from eval.judge import Claim, Judge, agreement, load_labels
 from eval.metrics import retrieval_scores
-from eval.scoring import abstention, citation_scores, correctness, faithfulness, gold_citations
+from eval.scoring import abstention, citation_scores, correctness, fact_present, faithfulness, gold_citations
 
 if TYPE_CHECKING:
     from rag.service import Assistant
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 QUESTIONS_PATH = Path(__file__).resolve().parent / "questions.jsonl"
 RETRIEVAL_K = 5  # retrieval metrics are @5 whatever --k is, so runs with different k stay comparable
 SCORE_KEYS = ("hit@1", "hit@5", "mrr", "ndcg@5", "recall@5", "citation_recall", "citation_precision",
-              "cites_gold", "cites_only_gold", "faithfulness", "correctness", "abstention")
+              "cites_gold", "cites_only_gold", "faithfulness", "correctness", "abstention", "lead")
 
 
 class QuestionsError(ValueError):
@@ -147,8 +148,17 @@ def score_answer(q: Question, answer: Answer, papers: PaperTexts, judge: Judge) 
     scores["cites_gold"], scores["cites_only_gold"] = gold_citations(cited_ids, q.gold)
     scores["faithfulness"], scores["correctness"] = faith, correct
     scores["abstention"] = abstention(answer.abstained, q.answerable)
-    return {"scores": scores, "missing_facts": missing,
+    scores["lead"] = lead_score(q, answer)
+    return {"scores": scores, "lead": answer.lead, "missing_facts": missing,
             "sentences": [asdict(s) for s in cit.sentences], "claims": [asdict(c) for c in claim_scores]}
+
+
+def lead_score(q: Question, answer: Answer) -> float | None:
+    """For an answerable number or definition question: does the direct-answer line hold a key fact?"""
+    info = analyse(q.question)
+    if not q.answerable or not q.key_facts or not (info.wants_number or info.shape == "definition"):
+        return None
+    return float(bool(answer.lead) and any(fact_present(f, answer.lead) for f in q.key_facts))
 
 
 def evaluate_question(q: Question, assistant: Assistant, mode: str, k: int | None, papers: PaperTexts,
