@@ -1,8 +1,9 @@
 """The one assistant every front end holds: retrieve -> answer -> check citations, and citation lookup.
 
 The CLI, the web UI, the MCP server, the OpenAI-compatible endpoint and the LlamaIndex components are thin
-clients of `Assistant`: they open it through `AssistantHolder` (or `open_assistant`), send questions, and turn
-its `Answer` into their own wire format with `rag.frontends.common`'s one serialiser.
+clients of `Assistant`: they open it through `AssistantHolder` (or `open_assistant`), ask through a
+`Conversation` (one per chat; a single question is a chat of one turn), read streams through `StreamView`, and
+send records made by the one serialiser, `rag.schema.record`; every failure is a `rag.errors.PapersError`.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from rag.answer.extractive import Draft, draft_answer, evidence_for, foreign
 from rag.answer.naming import named_papers
 from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, llm_rewrite, stream_answer
 from rag.answer.question import clean_question, is_list_question
-from rag.answer.render import (_apply_renumber, _best_sentence, _renumber_repair, render_extractive,
-                               renumber_citations, sources_for, word_events)
+from rag.answer.render import render_extractive, render_generated, sources_for, word_events
 from rag.answer.retrieve import Retrieval, Retriever
-from rag.corpus.references import citation_fields, paper_fields
+from rag.corpus.references import paper_fields
 from rag.corpus.sections import abstract_of
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
-from rag.schema import Answer, Citation, LookupHit, PaperRecord, Retrieved, SentenceCheck, StreamEvent
+from rag.schema import Answer, LookupHit, PaperRecord, SentenceCheck, StreamEvent
 from rag.settings import Settings
 
 SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
@@ -127,7 +127,7 @@ class Assistant:
         is when it is outside the scope."""
         q, generate, retrieval, t0, t1 = self._start(question, k, paper_ids, mode, within)
         outside = self._named_outside(q, paper_ids)
-        if outside and not any(p in (paper_ids or ()) for p in self._named(q)):
+        if outside and not any(p in (paper_ids or ()) for p in self.named(q)):
             answer = self._out_of_scope(q, retrieval, outside)
             yield from word_events(answer.answer)
             yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
@@ -172,14 +172,14 @@ class Assistant:
 
     # --- scope ----------------------------------------------------------------------------------------
 
-    def _named(self, question: str) -> list[str]:
+    def named(self, question: str) -> list[str]:
         """Indexed papers the question names (over the whole index)."""
         return named_papers(question, self.retriever.local_index, self.vocabulary())
 
     def _named_outside(self, question: str, paper_ids: list[str] | None) -> list[str]:
         if not paper_ids:
             return []
-        return [p for p in self._named(question) if p not in paper_ids]
+        return [p for p in self.named(question) if p not in paper_ids]
 
     def _out_of_scope(self, question: str, retrieval: Retrieval, outside: list[str]) -> Answer:
         """The abstention for a question about papers outside the scope, naming them and the closest in-scope
@@ -227,7 +227,7 @@ class Assistant:
     def _extractive(self, question: str, retrieval: Retrieval, emphasis: tuple[str, ...] = ()) -> Answer:
         # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
         self.retriever.complete(retrieval)
-        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), named=self._named(question))
+        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), named=self.named(question))
         return render_extractive(question, retrieval, draft, self.settings.unsupported, emphasis)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:
@@ -254,28 +254,7 @@ class Assistant:
         check_ms = (time.perf_counter() - t) * 1000
         if checked.abstained and extractive is not None and not extractive.abstained:
             return self._salvage(extractive, raw, checked.checks, check_ms)
-        text, renumber = renumber_citations(checked.text)
-        citations = []
-        for old, new in sorted(renumber.items(), key=lambda kv: kv[1]):
-            paper = retrieval.papers[old - 1]
-            evidence = [c.evidence for c in checked.checks if c.supported and c.evidence_n == old and c.evidence]
-            quote = evidence[0] if evidence else _best_sentence(paper)
-            citations.append(Citation(new, paper.paper_id, paper.label, paper.source, paper.position, quote,
-                                      **citation_fields(paper, quote)))
-        for c in checked.checks:
-            # Numbers follow the final text; a dropped sentence keeps only citations that are still in it.
-            c.sentence = _apply_renumber(c.sentence, renumber)
-            c.citations = [renumber[n] for n in c.citations if n in renumber]
-            c.evidence_n = renumber.get(c.evidence_n) if c.evidence_n is not None else None
-            if c.repaired:
-                c.repaired = _renumber_repair(c.repaired, renumber, retrieval.papers)
-        retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
-                     for p in retrieval.papers]
-        return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
-                      citations=citations if not checked.abstained else [], retrieved=retrieved,
-                      checks=checked.checks, removed_citations=checked.removed_citations,
-                      unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
-                      timings_ms={"check_ms": check_ms}, raw_answer=raw)
+        return render_generated(question, retrieval, checked, raw, check_ms)
 
     def _salvage(self, extractive: Answer, raw: str, checks: list[SentenceCheck], check_ms: float) -> Answer:
         """The extractive answer, with a notice, in place of a generated answer that ended as the abstention
@@ -444,7 +423,7 @@ class Conversation:
         return (self.history + [t.record() for t in self.turns])[-MAX_HISTORY_TURNS:]
 
     def _named(self, text: str) -> list[str]:
-        return self.assistant._named(text)
+        return self.assistant.named(text)
 
     def _label(self, paper_id: str) -> str:
         local = self.assistant.retriever.local_index
@@ -510,7 +489,7 @@ class Conversation:
         have been, its papers read from the names in the question and in the reply."""
         history = self.records()
         res = resolve(question, history, self._named, self._label, self._describes)
-        referents = res.referents or self._named(reply)[:4]
+        referents = res.referents or self.named(reply)[:4]
         self.history.append(TurnRecord(question, res.question, referents))
         del self.history[:-MAX_HISTORY_TURNS]
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from rag import prompts
-from rag.answer.cite import CITATION_RE, SourceText, check_answer, cited_numbers
+from rag.answer.cite import CITATION_RE, CheckResult, SourceText, check_answer, cited_numbers
 from rag.answer.extractive import Draft
 from rag.answer.lead import lead_for
 from rag.answer.retrieve import PaperHit, Retrieval
@@ -98,3 +98,31 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
                   citations=citations, retrieved=retrieved, checks=checked.checks,
                   unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
                   removed_citations=checked.removed_citations)
+
+
+def render_generated(question: str, retrieval: Retrieval, checked: CheckResult, raw: str, check_ms: float) -> Answer:
+    """A checked generated answer with its citations numbered in order of first use; each citation quotes the
+    source sentence the check found for it (or the paper's closest sentence)."""
+    text, renumber = renumber_citations(checked.text)
+    citations = []
+    for old, new in sorted(renumber.items(), key=lambda kv: kv[1]):
+        paper = retrieval.papers[old - 1]
+        evidence = [c.evidence for c in checked.checks if c.supported and c.evidence_n == old and c.evidence]
+        quote = evidence[0] if evidence else _best_sentence(paper)
+        citations.append(Citation(new, paper.paper_id, paper.label, paper.source, paper.position, quote,
+                                  **citation_fields(paper, quote)))
+    for c in checked.checks:
+        # Numbers follow the final text; a dropped sentence keeps only citations that are still in it.
+        c.sentence = _apply_renumber(c.sentence, renumber)
+        c.citations = [renumber[n] for n in c.citations if n in renumber]
+        c.evidence_n = renumber.get(c.evidence_n) if c.evidence_n is not None else None
+        if c.repaired:
+            c.repaired = _renumber_repair(c.repaired, renumber, retrieval.papers)
+    retrieved = [Retrieved(p.paper_id, p.label, p.score, p.source, p.position, **paper_fields(p))
+                 for p in retrieval.papers]
+    return Answer(question=question, answer=text, abstained=checked.abstained, mode="llm",
+                  citations=citations if not checked.abstained else [], retrieved=retrieved,
+                  checks=checked.checks, removed_citations=checked.removed_citations,
+                  unsupported=[{"sentence": c.sentence, "reason": c.reason} for c in checked.unsupported],
+                  timings_ms={"check_ms": check_ms}, raw_answer=raw)
+
