@@ -489,7 +489,7 @@ class Conversation:
         have been, its papers read from the names in the question and in the reply."""
         history = self.records()
         res = resolve(question, history, self._named, self._label, self._describes)
-        referents = res.referents or self.named(reply)[:4]
+        referents = res.referents or self._named(reply)[:4]
         self.history.append(TurnRecord(question, res.question, referents))
         del self.history[:-MAX_HISTORY_TURNS]
 
