@@ -445,7 +445,7 @@ class Conversation:
                                self._label)
         except LLMUnavailable as e:
             return res, f"LLM not used: {e.reason}; the follow-up was resolved without it"
-        if acceptable_rewrite(text, question, history, self._named, 3 * len(question) + 200):
+        if acceptable_rewrite(text, question, history, self._named, 3 * len(question) + 200, res.referents):
             return Resolution(text, res.papers, res.referents, "llm"), None
         return res, None
 
@@ -469,7 +469,7 @@ class Conversation:
             if event.kind == "final" and event.answer is not None:
                 a = event.answer
                 a.question = q
-                a.rewritten = res.question if res.question != q else None
+                a.rewritten = res.question if res.how != "as typed" and res.question != q else None  # not for a filler
                 if notice:
                     a.notice = " ".join(x.rstrip(".") + "." for x in (a.notice, notice) if x)
                 self.turns.append(Turn(q, res.question, a, self._referents(res, a)))

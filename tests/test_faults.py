@@ -127,7 +127,7 @@ def test_real_server_stopped_between_questions(corpus_settings, own_server: Llam
     conversation = Conversation(assistant)  # a chat: the follow-up cannot be rewritten by the LLM either
     assert_fallback(conversation.ask(QUESTION), "is unreachable")
     follow_up = conversation.ask(FOLLOW_UP)
-    assert_fallback(follow_up, "is unreachable", "follow-up rewritten and answered without it")
+    assert_fallback(follow_up, "is unreachable", "the follow-up was resolved without it")
     assert follow_up.rewritten and "CoRF" in follow_up.rewritten and "10.0" in follow_up.answer
     assert time.monotonic() - t0 < SLACK_S, "a refused connection falls back at once"
 

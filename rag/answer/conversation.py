@@ -261,11 +261,12 @@ def _ellipsis(previous: TurnRecord, fragment: str) -> Resolution:
 
 
 def acceptable_rewrite(rewrite: str, typed: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],
-                       max_chars: int) -> bool:
-    """An LLM's rewrite of a turn is used only when it keeps every paper the user named and adds none the
-    conversation did not name, and is a question of sane size."""
+                       max_chars: int, resolved: Sequence[str] = ()) -> bool:
+    """An LLM's rewrite of a turn is used only when it keeps every paper the user named, names the papers the
+    turn's own references resolved to (a rewrite still saying "it" resolves nothing), adds none the conversation
+    did not name, and is a question of sane size."""
     if not rewrite or len(rewrite) > max_chars:
         return False
     mine, theirs = set(named(typed)), set(named(rewrite))
     known = mine | {p for t in history for p in t.referents}
-    return mine <= theirs and theirs <= known
+    return mine <= theirs and set(resolved) <= theirs and theirs <= known

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -288,4 +289,7 @@ def llm_rewrite(settings: Settings, question: str, history: list[Any], replies: 
                 ChatMessage(role=MessageRole.USER, content=prompts.REWRITE_USER.format(history="\n".join(turns),
                                                                                         question=question))]
     text = complete(settings, messages, max_tokens=80).strip()
-    return text.splitlines()[0].strip().strip('"') if text else ""
+    line = text.splitlines()[0].strip() if text else ""
+    # Small models echo the prompt's role labels ("User: How ...?"): the question is what follows the label.
+    return re.sub(r"^(?:user|question|rewritten(?: question)?|standalone(?: question)?)\s*:\s*", "", line,
+                  flags=re.IGNORECASE).strip().strip('"')

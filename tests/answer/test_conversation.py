@@ -97,6 +97,10 @@ def test_an_llm_rewrite_must_keep_the_users_papers_and_add_none() -> None:
     assert not acceptable_rewrite("How much memory is saved?", "How much memory does RecMem save?", history,
                                   named, 400)  # drops the paper the user named
     assert not acceptable_rewrite("x" * 500, "and it?", history, named, 400)
+    assert not acceptable_rewrite("How much memory does it save?", "and how much memory does it save?", history,
+                                  named, 400, ["b"])  # still "it": names none of the papers the turn refers to
+    assert acceptable_rewrite("How much memory does CoRF save?", "and how much memory does it save?", history,
+                              named, 400, ["b"])
 
 
 def test_label_index_matches_whole_tokens() -> None:

@@ -162,7 +162,7 @@ def test_killed_ingest_at_every_write_is_repaired_by_the_next(tmp_path: Path) ->
 
     def observe(fs: ForkServer, data: Path, name: str) -> dict[str, Any]:
         result = tmp_path / f"{name}.json"
-        reply = fs.run({"call": "tests.test_consistency:fingerprint", "kwargs": {"data_dir": str(data)},
+        reply = fs.run({"call": "tests.index.test_consistency:fingerprint", "kwargs": {"data_dir": str(data)},
                         "result": str(result), "out": str(tmp_path / f"{name}.log")})
         assert reply == {"signal": None, "code": 0}, (tmp_path / f"{name}.log").read_text()[-3000:]
         return json.loads(result.read_text())

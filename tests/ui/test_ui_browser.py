@@ -170,7 +170,8 @@ def test_chip_hover_shows_source_and_click_highlights_its_card(page) -> None:  #
     page.mouse.move(0, 0)
     chat = page.locator("#chat")
     assert "Sources (" not in chat.inner_text()  # no second copy of the quotes under the answer
-    assert chat.inner_text().count("1,800 test steps") == 1
+    assert chat.inner_text().count("remains stable over 1,800 test steps") == 1
+    assert "\n1,800 test steps [1]\n" in chat.inner_text()  # the direct answer leads, then its quote
 
     chip.click()
     card = page.locator("#evidence .evidence-card.flash")
@@ -199,7 +200,7 @@ def test_older_answer_chip_shows_its_own_evidence_and_copy_answer(page) -> None:
     active.get_by_role("button", name="Copy answer").click()
     page.wait_for_timeout(300)
     copied = page.evaluate("navigator.clipboard.readText()")
-    assert copied.startswith("RecMem [1]") and "1,800" in copied and "\n\nReferences\n[1] " in copied
+    assert copied.startswith("1,800 test steps [1]\nRecMem [1]") and "1,800" in copied and "\n\nReferences\n[1] " in copied
     assert not any(x in copied for x in ("<", "**", "`", "&#"))
 
 
