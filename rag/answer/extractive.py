@@ -28,7 +28,7 @@ from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, n
 from rag.answer.lead import parts_span
 from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, specific_tokens
 from rag.answer.retrieve import PaperHit, Retrieval
-from rag.text import STOPWORDS, numbers, stem, stems
+from rag.text import STOPWORDS, numbers, stem, stems, terms
 
 SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
 MAX_SENTENCES = 2         # quotes per paper
@@ -209,15 +209,41 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
         return Draft([], prompts.ABSTAIN_NO_MATCH)
-    draft = _choose(question, info, focus, focus_terms, names, pool, cands, papers, vocab, c)
+    aspect = None
+    if len(focus) >= 2 and not info.multi:
+        aspect = _aspect_candidates(question, focus, names, info, vocab, c, embed, retrieval)
+    draft = _choose(question, info, focus, focus_terms, names, pool, cands, papers, vocab, c, aspect)
     draft.info = info
     return draft
 
 
+def _aspect_candidates(question: str, focus: list[PaperHit], names: dict[str, str], info: QuestionInfo,
+                       vocab: Vocabulary, c: Constants, embed: Callable[[list[str]], list[list[float]]] | None,
+                       retrieval: Retrieval) -> list[Candidate] | None:
+    """The named papers' sentences scored on what the question asks of them, the papers' names left out.
+
+    With two or more papers named ("which of RecMem and CIB is trained with an RL objective?") the names are the
+    question's rarest words, so each paper's best-scored sentences are the ones that name it ("We propose
+    RecMem, ...") rather than the ones about the asked aspect. None when nothing but the names is asked."""
+    aspect = question
+    for p in focus:
+        for name in {names.get(p.paper_id, ""), *label_keys(p.label)}:
+            if name:
+                aspect = re.sub(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", " ", aspect, flags=re.I)
+    if not terms(aspect):
+        return None
+    qt = question_terms(aspect, focus, vocab, info.shape == "definition", {}, info.shape == "contribution",
+                        info.shape == "limitation")
+    out = candidates(aspect, focus, vocab, qt, c, embed, retrieval.query_vector)
+    out.sort(key=lambda x: x.prob, reverse=True)
+    return out
+
+
 def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_terms: set[str], names: dict[str, str],
             pool: list[PaperHit], cands: list[Candidate], papers: list[PaperHit], vocab: Vocabulary,
-            c: Constants) -> Draft:
-    """The quotes for a scored question, or the reason to abstain (the rules of the module docstring)."""
+            c: Constants, aspect: list[Candidate] | None = None) -> Draft:
+    """The quotes for a scored question, or the reason to abstain (the rules of the module docstring);
+    `aspect`: the named papers' sentences scored without their names (see `_aspect_candidates`)."""
     # A question naming something no retrieved abstract mentions is not answered by the nearest paper; when it
     # names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words).
     # A long question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
@@ -274,7 +300,7 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
         # Each named paper on the asked aspect: its two likeliest sentences, in its abstract's order.
         quotes = []
         for p in focus:
-            own = [Quote(p, x.sentence) for x in cands if x.paper is p][:MAX_SENTENCES]
+            own = [Quote(p, x.sentence) for x in (aspect or cands) if x.paper is p][:MAX_SENTENCES]
             quotes += _in_order(own, cands) if own else []
         best = _best_of(cands, focus[0])
         return Draft(quotes, best=best)
