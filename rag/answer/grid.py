@@ -200,7 +200,7 @@ def check_cell(question: str, sentence: str, label: str, title: str, paper_id: s
     paper's own sentences, as any answer is checked."""
     info = analyse(question)
     found = lead_for(question, info, [(paper_id, label, title, sentence)])
-    lead = found.span if found and found.span and found.span != sentence else None
+    lead = found.span if found and found.span and found.span != sentence and found.span in sentence else None
     source = [SourceText(1, label, list(sentences))]
     text = f"{sentence} [1]" + (f"\n{lead} [1]" if lead else "")
     checked = check_answer(text, source, policy)
@@ -254,3 +254,46 @@ def typed_cells(question: str, papers: Sequence[GridPaper], retrieval: Retrieval
         out.append(GridCell(question, paper.paper_id, cell.text, False, cell.lead, index, prob, cell.supported,
                             cell.reason))
     return out
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def markdown_cell(text: str) -> str:
+    """Paper text made inert inside a Markdown table cell: every Markdown/HTML metacharacter backslash-escaped
+    (a `|` would split the cell, `<img>` or `![]()` would be rendered), line breaks folded to spaces."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def cell_text(cell: GridCell) -> str:
+    """What a table shows in a cell: the quote, the lead first when there is one, a mark when the check failed."""
+    if cell.not_stated:
+        return NOT_STATED
+    shown = f"{cell.lead} — “{cell.text}”" if cell.lead else cell.text
+    return shown if cell.supported else f"⚠ {shown}"
+
+
+def grid_markdown(grid: Any) -> str:
+    """A rag.schema.Grid as a Markdown table: one row per paper (label and id), one column per question."""
+    head = ["paper", *grid.columns]
+    lines = ["| " + " | ".join(markdown_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    for row in grid.rows:
+        cells = [f"{markdown_cell(row.label)} ({markdown_cell(row.paper_id)})",
+                 *(markdown_cell(cell_text(c)) for c in row.cells)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def grid_csv(grid: Any) -> str:
+    """A rag.schema.Grid as CSV (the csv module quotes): paper id, label, then one column per question."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["paper_id", "label", *grid.columns])
+    for row in grid.rows:
+        w.writerow([row.paper_id, row.label, *(cell_text(c) for c in row.cells)])
+    return buf.getvalue()
