@@ -210,8 +210,8 @@ def cross_validate(abstracts: list[Abstract]) -> dict[str, dict[str, float]]:
             train = [a for j, f in enumerate(folds) if j != i for a in f]
             for k, v in measure_column(test, c, fit_column(train, c)).items():
                 sums.setdefault(k, []).append(v)
-        out[c] = {k: round(sum(v for v in vs if v == v) / max(1, sum(1 for v in vs if v == v)), 4)
-                  for k, vs in sums.items()}
+        out[c] = {k: round(sum(kept) / max(1, len(kept)), 4)
+                  for k, vs in sums.items() for kept in [[v for v in vs if not math.isnan(v)]]}
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from rag.answer.grid import COLUMNS, NOT_STATED, cell_text, grid_csv
+from rag.answer.grid import COLUMNS, NOT_STATED, grid_csv
 from rag.errors import PapersError
 from rag.schema import Grid
 from rag.service import AssistantHolder

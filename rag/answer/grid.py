@@ -34,7 +34,7 @@ from rag.answer.extractive import evidence_for
 from rag.answer.lead import lead_for
 from rag.answer.question import analyse
 from rag.answer.retrieve import Chunk, PaperHit, Retrieval
-from rag.schema import GridCell
+from rag.schema import Grid, GridCell
 from rag.text import sentences_of
 
 # The default columns and the question each asks (what the evidence feature scores, and the lead reads).
@@ -275,7 +275,7 @@ def cell_text(cell: GridCell) -> str:
     return shown if cell.supported else f"⚠ {shown}"
 
 
-def grid_markdown(grid: Any) -> str:
+def grid_markdown(grid: Grid) -> str:
     """A rag.schema.Grid as a Markdown table: one row per paper (label and id), one column per question."""
     head = ["paper", *grid.columns]
     lines = ["| " + " | ".join(markdown_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
@@ -286,7 +286,7 @@ def grid_markdown(grid: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def grid_csv(grid: Any) -> str:
+def grid_csv(grid: Grid) -> str:
     """A rag.schema.Grid as CSV (the csv module quotes): paper id, label, then one column per question."""
     import csv
     import io
