@@ -146,12 +146,56 @@ class PaperRecord:
     abstract: str = ""
 
 
+@dataclass
+class GridCell:
+    """One cell of the papers grid: a paper's sentence for a column (with its direct-answer span), or "not stated"."""
+
+    column: str
+    paper_id: str
+    text: str                  # the quoted sentence, or "not stated"
+    not_stated: bool
+    lead: str | None = None    # the direct-answer span of the sentence, when one exists
+    sentence: int | None = None  # index of the sentence in the paper's abstract
+    probability: float = 0.0   # the column model's (or evidence scorer's) probability for it
+    supported: bool = True     # the citation check's verdict on the quote
+    reason: str = ""
+
+
+@dataclass
+class GridRow:
+    """One paper of the grid with its cells, in column order."""
+
+    paper_id: str
+    label: str
+    title: str = ""
+    year: str = ""
+    url: str = ""
+    reference: str = ""
+    cells: list[GridCell] = field(default_factory=list)
+
+
+@dataclass
+class Grid:
+    """Papers as rows, questions as columns (`papers grid`, MCP `grid`, the UI's grid tab)."""
+
+    columns: list[str]
+    questions: list[str]
+    rows: list[GridRow] = field(default_factory=list)
+    lookup: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
 def record(obj: Any) -> dict[str, Any]:
-    """The one serialiser of answers, citations, lookup hits and papers: plain JSON-ready dicts, with the
+    """The one serialiser of answers, citations, lookup hits, papers and grids: plain JSON-ready dicts, with the
     same fields in every front end (rounded scores and timings)."""
     if isinstance(obj, Answer):
         return obj.to_dict()
     d = asdict(obj)
     if isinstance(obj, LookupHit):
         d["score"], d["evidence"] = round(obj.score, 4), round(obj.evidence, 4)
+    if isinstance(obj, Grid):
+        d["timings_ms"] = {k: round(v, 1) for k, v in obj.timings_ms.items()}
+        for row in d["rows"]:
+            for cell in row["cells"]:
+                cell["probability"] = round(cell["probability"], 4)
     return d

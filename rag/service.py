@@ -26,11 +26,11 @@ from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, 
 from rag.answer.question import clean_question, is_list_question
 from rag.answer.render import render_extractive, render_generated, sources_for, word_events
 from rag.answer.retrieve import Retrieval, Retriever
-from rag.corpus.references import paper_fields
+from rag.corpus.references import paper_fields, reference_line
 from rag.corpus.sections import abstract_of
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
-from rag.schema import Answer, LookupHit, PaperRecord, SentenceCheck, StreamEvent
+from rag.schema import Answer, Grid, GridRow, LookupHit, PaperRecord, SentenceCheck, StreamEvent
 from rag.settings import Settings
 
 SENTENCE_CACHE = 20_000  # sentence vectors kept for the citation check (about 30 MB)
@@ -291,6 +291,45 @@ class Assistant:
             out.append(LookupHit(p.paper_id, p.label, p.source, p.position, round(p.score, 4), sentence,
                                  p.reference, "none" if by_chance else strength(prob), round(prob, 4),
                                  **paper_fields(p)))
+        return out
+
+    def grid(self, columns: list[str] | None = None, paper_ids: list[str] | None = None,
+             lookup: str | None = None, k: int | None = None) -> Grid:
+        """The papers grid (rag/answer/grid.py): chosen papers as rows (all, `paper_ids`, or the matching hits of
+        `lookup`), columns the default ones or typed questions, every cell a checked quote or "not stated"."""
+        from rag.answer.grid import COLUMNS, GridPaper, column_key, default_cell, paper_sentences, typed_cells
+
+        t0 = time.perf_counter()
+        self.check_paper_ids(paper_ids)
+        names = [c.strip() for c in (columns or list(COLUMNS)) if c and c.strip()]
+        if not names:
+            raise QuestionError("a grid needs at least one column")
+        typed = [clean_question(c, self.settings.max_question_chars) if column_key(c) is None else c for c in names]
+        if lookup:
+            hits = [h for h in self.cite(lookup, k) if h.strength != "none"]
+            ids = [h.paper_id for h in hits if not paper_ids or h.paper_id in paper_ids]
+        else:
+            ids = list(dict.fromkeys(paper_ids)) if paper_ids else [e.paper_id for e in self.papers()]
+        entries = [e for e in (self.paper(i) for i in ids) if e is not None]
+        rows = [GridPaper(e.paper_id, e.label, e.title, paper_sentences(e.text)) for e in entries]
+        by_column = []
+        for name in typed:
+            key = column_key(name)
+            if key is not None:
+                by_column.append([default_cell(key, r, self.settings.unsupported) for r in rows])
+                continue
+            retrieval = self.retriever.complete(self.retriever.retrieve(name, k=len(ids), paper_ids=ids)) \
+                if ids else Retrieval(name, [], None, {}, "grid")
+            by_column.append(typed_cells(name, rows, retrieval, self.vocabulary(), self._embed_cached,
+                                         self.settings.unsupported))
+        keys = [column_key(n) or n for n in typed]
+        out = Grid(keys, [COLUMNS.get(k, k) for k in keys], lookup=lookup)
+        hits_of = {e.paper_id: e for e in entries}
+        for i, r in enumerate(rows):
+            e = hits_of[r.paper_id]
+            out.rows.append(GridRow(e.paper_id, e.label, e.title, e.year, e.url, reference_line(e),
+                                    [cells[i] for cells in by_column]))
+        out.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return out
 
     def papers(self) -> list[CatalogEntry]:

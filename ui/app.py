@@ -592,6 +592,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                 lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
                 lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
             lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
+        from ui.grid import build_grid_tab
+        build_grid_tab(backend.holder, backend.paper_choices)
         with gr.Tab("Papers"):
             upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
                                  file_count="multiple", type="filepath", elem_id="upload")

@@ -1,4 +1,4 @@
-"""`papers`: ingest, ask, cite, list, chat, ui, mcp, serve and eval from the terminal.
+"""`papers`: ingest, ask, cite, grid, list, chat, ui, mcp, serve and eval from the terminal.
 
 Heavy libraries (torch, chromadb, llama-index, gradio) and the modules that load them (the service, settings,
 ingest, the servers) are imported inside the commands that need them, so `papers --help` and argument errors
@@ -351,6 +351,40 @@ def cite(
             _echo("")
     if failed and len(queries) == 1:
         raise typer.Exit(2)
+
+
+GRID_FORMATS = ("markdown", "csv", "json")
+
+
+@app.command()
+def grid(
+    paper: Optional[list[str]] = typer.Option(None, "--paper", help="Rows: these paper ids (repeatable; default all)."),
+    lookup: Optional[str] = typer.Option(None, "--lookup", help="Rows: the papers matching this lookup query."),
+    column: Optional[list[str]] = typer.Option(
+        None, "--column", help="A column: problem, method, data, result, limitation, or any question (repeatable; "
+                               "default the five)."),
+    fmt: str = typer.Option("markdown", "--format", help="markdown, csv or json."),
+) -> None:
+    """The papers grid: papers as rows, questions as columns, each cell a quoted sentence or "not stated"."""
+    from rag.answer.grid import grid_csv, grid_markdown
+
+    if fmt not in GRID_FORMATS:
+        _fail(f"unknown --format {fmt!r} (use {', '.join(GRID_FORMATS)})", 2)
+    assistant = _assistant(_settings())
+    try:
+        table = assistant.grid(column or None, paper or None, lookup)
+    except QuestionError as e:
+        _fail(str(e), 2)
+        return
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
+        return
+    if fmt == "json":
+        typer.echo(_json_line(record(table)))
+    elif fmt == "csv":
+        _echo(grid_csv(table), nl=False)
+    else:
+        _echo(grid_markdown(table), nl=False)
 
 
 REFERENCE_FORMATS = ("bibtex", "ris", "text")

@@ -1,6 +1,6 @@
 """`papers mcp`: the assistant as an MCP server (official `mcp` SDK), for Claude Desktop, Cursor and other clients.
 
-Tools: `ask` (answer + citations), `cite` (citation lookup), `list_papers`, `get_paper` (abstract + metadata), each
+Tools: `ask` (answer + citations), `cite` (citation lookup), `grid` (papers x questions), `list_papers`, `get_paper` (abstract + metadata), each
 with a JSON schema for its input and a structured output; every paper is a resource `papers://{paper_id}`.
 Failures (empty question, no index yet, unknown paper id) are MCP tool errors carrying the CLI's message.
 stdio by default; streamable HTTP (`--http`) binds 127.0.0.1 unless PAPERS_MCP_HOST says otherwise.
@@ -22,7 +22,7 @@ from rag import prompts
 from rag.errors import PapersError
 from rag.frontends.common import markdown_safe, with_references
 from rag.index.store import CatalogEntry
-from rag.schema import Citation, LookupHit, PaperRecord, record
+from rag.schema import Citation, Grid, LookupHit, PaperRecord, record
 from rag.service import Assistant, AssistantHolder, paper_record
 from rag.settings import Settings
 
@@ -146,6 +146,23 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
         except PapersError as e:
             return _failed(str(e))
         return _structured(CiteOut(query=query, results=hits))
+
+    @server.tool(description="The papers grid: papers as rows, questions as columns (default: problem, method, "
+                             "data, result, limitation); each cell is the paper's sentence for the column, with a "
+                             "direct-answer span where one exists, or 'not stated'.")
+    def grid(columns: Annotated[list[str] | None, Field(description="Columns: problem, method, data, result, "
+                                                                    "limitation, or any question.")] = None,
+             paper_ids: Annotated[list[str] | None, Field(description="Rows: these papers (default all).")] = None,
+             lookup: Annotated[str | None, Field(description="Rows: the papers matching this lookup query.")] = None,
+             ) -> Annotated[CallToolResult, Grid]:
+        from rag.answer.grid import grid_markdown
+
+        try:
+            table = holder.get().grid(columns, paper_ids, lookup)
+        except PapersError as e:
+            return _failed(str(e))
+        return CallToolResult(content=[TextContent(type="text", text=grid_markdown(table))],
+                              structured_content=record(table))
 
     @server.tool(description="The indexed papers (id, label, title, authors, year, venue, DOI, key, source), in "
                              "source order.")

@@ -18,7 +18,7 @@ from tests.conftest import free_port, make_settings
 from .helpers import ROOT, papers_command, papers_env, start, stop
 
 RECMEM_Q = "Over how many test steps does RecMem stay stable?"
-TOOLS = {"ask", "cite", "list_papers", "get_paper"}
+TOOLS = {"ask", "cite", "grid", "list_papers", "get_paper"}
 
 
 def cli_error(settings, *args: str) -> str:  # noqa: ANN001

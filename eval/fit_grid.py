@@ -1,0 +1,252 @@
+"""Fit the papers grid's column model (rag/answer/grid.py) on SciFact structured abstracts; report it on held-out
+folds and on the hand labels of the seed papers, which it is never fitted on.
+
+    python eval/fit_grid.py [--scifact ../shared/scifact] [--write] [--labels-data DATA_DIR]
+
+Training data: the 977 structured abstracts of SciFact's corpus, whose sentences open their section with its
+label ("BACKGROUND ...", "METHODS ...", "RESULTS ..."); every later sentence belongs to the same section. A
+section label maps to a grid column (`SECTIONS`); an abstract with no section of a column does not state it.
+The label words are removed from the sentence before any feature is computed (no abstract outside SciFact
+carries them).
+
+Per column: cue words are the smoothed log-odds of a word in the column's sentences against the others, over
+words used by at least MIN_DF of the abstracts (general academic vocabulary, not one field's terms); a logistic
+regression (scikit-learn) over rag.answer.grid.FEATURES scores each sentence; the "not stated" threshold is the
+value of an abstract's best sentence probability that best separates abstracts with the section from those
+without (training abstracts only). Reported: FOLDS-fold cross-validation by abstract (cell right = the
+likeliest sentence is in the column's section, over abstracts that have it; not stated right = the stated /
+not-stated call matches, over all abstracts). `--write` stores the model fitted on all abstracts in
+rag/answer/fitted/grid.json. With `--labels-data` (a data dir whose index holds corpus/), the written or shipped
+model is measured on eval/labels/grid_labels.jsonl as `eval/grid_eval.py` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from rag.answer import fitted  # noqa: E402
+from rag.answer.grid import COLUMNS, FEATURES, ColumnModel, GridModel, column_evidence, sentence_features, \
+    tokens  # noqa: E402
+
+OUT = fitted.source_path(fitted.GRID)
+FOLDS = 5
+MIN_DF = 0.01   # a cue word is used by at least 1% of the training abstracts
+SMOOTH = 1.0    # add-one smoothing of the cue log-odds
+SEED = 13
+
+# Section label words (the first word of a label) -> the grid columns they state. A label naming two parts
+# ("DESIGN, SETTING, AND PARTICIPANTS") states both.
+SECTIONS: dict[str, set[str]] = {
+    **{w: {"problem"} for w in ("BACKGROUND", "CONTEXT", "INTRODUCTION", "OBJECTIVE", "OBJECTIVES", "AIM", "AIMS",
+                                "PURPOSE", "IMPORTANCE", "RATIONALE", "MOTIVATION", "QUESTION")},
+    **{w: {"method"} for w in ("METHODS", "METHOD", "DESIGN", "INTERVENTION", "INTERVENTIONS", "APPROACH",
+                               "METHODOLOGY", "EXPERIMENTAL", "PROCEDURES", "PROCEDURE", "MEASUREMENTS")},
+    **{w: {"data"} for w in ("PARTICIPANTS", "PATIENTS", "SUBJECTS", "SETTING", "SETTINGS", "DATA", "MATERIALS",
+                             "MATERIAL", "POPULATION", "SAMPLE", "SOURCES", "SELECTION")},
+    **{w: {"result"} for w in ("RESULTS", "RESULT", "FINDINGS")},
+    **{w: {"limitation"} for w in ("LIMITATIONS", "LIMITATION")},
+    # conclusions state no column of their own: they are negatives for every column
+    **{w: set() for w in ("CONCLUSIONS", "CONCLUSION", "INTERPRETATION", "DISCUSSION", "IMPLICATIONS",
+                          "SIGNIFICANCE", "SUMMARY", "MAIN", "OUTCOME", "OUTCOMES", "MEASURES", "STUDY", "TRIAL",
+                          "FUNDING", "AVAILABILITY", "REGISTRATION", "CLINICAL", "RECENT", "EXPOSURES",
+                          "EXPOSURE", "EVIDENCE", "SEARCH", "REVIEW", "GENERAL", "UNLABELLED", "WHAT", "KEY",
+                          "PRINCIPAL", "RESEARCH", "AND")},
+}
+_HEADER_RE = re.compile(r"^\s*((?:[A-Z][A-Z/&-]+,?\s+(?:AND\s+|OF\s+|&\s+)?)+)(?=[A-Z]?[a-z0-9(\"'])")
+
+
+@dataclass
+class Abstract:
+    doc_id: str
+    sentences: list[str]     # label words removed
+    roles: list[set[str]]    # columns each sentence states
+
+
+def header_roles(sentence: str) -> tuple[set[str], str] | None:
+    """(columns, sentence without the label) when the sentence opens a section, else None."""
+    m = _HEADER_RE.match(sentence)
+    if not m:
+        return None
+    words = re.findall(r"[A-Z]+", m.group(1))
+    if not words or words[0] not in SECTIONS:
+        return None
+    roles: set[str] = set()
+    for w in words:
+        roles |= SECTIONS.get(w, set())
+    if words[:2] == ["MAIN", "RESULTS"] or words[:2] == ["PRINCIPAL", "FINDINGS"]:
+        roles |= {"result"}
+    return roles, sentence[m.end():].strip()
+
+
+def load_structured(folder: Path) -> list[Abstract]:
+    """SciFact's structured abstracts whose first sentence opens a known section."""
+    out = []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if not doc.get("structured"):
+                continue
+            current: set[str] | None = None
+            sentences, roles = [], []
+            for s in doc["abstract"]:
+                found = header_roles(s)
+                if found:
+                    current, s = found
+                if current is None:
+                    break
+                s = " ".join(s.split())
+                if s:
+                    sentences.append(s)
+                    roles.append(set(current))
+            if current is not None and len(sentences) >= 3:
+                out.append(Abstract(str(doc["doc_id"]), sentences, roles))
+    return out
+
+
+def learn_cues(train: list[Abstract], column: str) -> dict[str, float]:
+    """Smoothed log-odds of each common word in the column's sentences against all other sentences."""
+    df: Counter[str] = Counter()
+    pos: Counter[str] = Counter()
+    neg: Counter[str] = Counter()
+    for a in train:
+        df.update({t for s in a.sentences for t in tokens(s)})
+        for s, r in zip(a.sentences, a.roles):
+            (pos if column in r else neg).update(tokens(s))
+    vocab = [w for w, n in df.items() if n >= MIN_DF * len(train)]
+    npos, nneg = sum(pos[w] for w in vocab), sum(neg[w] for w in vocab)
+    v = len(vocab) or 1
+    return {w: round(math.log((pos[w] + SMOOTH) / (npos + SMOOTH * v)) - math.log((neg[w] + SMOOTH) / (nneg + SMOOTH * v)),
+                     4) for w in sorted(vocab)}
+
+
+_EVIDENCE: dict[tuple[str, str], list[float]] = {}
+
+
+def evidence(a: Abstract, column: str) -> list[float]:
+    key = (a.doc_id, column)
+    if key not in _EVIDENCE:
+        _EVIDENCE[key] = column_evidence(COLUMNS[column], a.doc_id, a.sentences)
+    return _EVIDENCE[key]
+
+
+def _matrix(abstracts: list[Abstract], column: str, cues: dict[str, float]) -> tuple[list[list[float]], list[int]]:
+    X, y = [], []
+    for a in abstracts:
+        for f, r in zip(sentence_features(a.sentences, evidence(a, column), cues), a.roles):
+            X.append([f[k] for k in FEATURES])
+            y.append(1 if column in r else 0)
+    return X, y
+
+
+def _probs(a: Abstract, column: str, m: ColumnModel) -> list[float]:
+    out = []
+    for f in sentence_features(a.sentences, evidence(a, column), m.cues):
+        z = m.bias + sum(m.weights[k] * f[k] for k in FEATURES)
+        out.append(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z)))))
+    return out
+
+
+def fit_column(train: list[Abstract], column: str) -> ColumnModel:
+    """Cue words, logistic weights and the not-stated threshold for one column, from training abstracts only."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    cues = learn_cues(train, column)
+    X, y = _matrix(train, column, cues)
+    X, y = np.asarray(X), np.asarray(y)
+    if y.sum() == 0:
+        return ColumnModel({k: 0.0 for k in FEATURES}, -30.0, 1.0, cues)
+    scaler = StandardScaler().fit(X)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    clf = LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced").fit((X - scaler.mean_) / scale, y)
+    w = clf.coef_[0] / scale
+    bias = float(clf.intercept_[0] - (w * scaler.mean_).sum())
+    m = ColumnModel({k: round(float(v), 5) for k, v in zip(FEATURES, w)}, round(bias, 5), 1.0, cues)
+    # Threshold: the abstract's best probability that best separates abstracts stating the column from the rest.
+    best = [(max(_probs(a, column, m)), any(column in r for r in a.roles)) for a in train]
+    grid = sorted({round(b, 3) for b, _ in best} | {1.01})
+    m.stated_at = max(grid, key=lambda t: (sum((b >= t) == s for b, s in best), -abs(t - 0.5)))
+    return m
+
+
+def measure_column(test: list[Abstract], column: str, m: ColumnModel) -> dict[str, float]:
+    right = have = ns_right = 0
+    for a in test:
+        probs = _probs(a, column, m)
+        j = max(range(len(probs)), key=lambda i: (probs[i], -i))
+        states = any(column in r for r in a.roles)
+        if states:
+            have += 1
+            right += column in a.roles[j]
+        ns_right += (probs[j] >= m.stated_at) == states
+    return {"cell_right": right / have if have else float("nan"), "stated_share": have / len(test),
+            "not_stated_right": ns_right / len(test), "abstracts": len(test)}
+
+
+def fit(abstracts: list[Abstract]) -> GridModel:
+    return GridModel({c: fit_column(abstracts, c) for c in COLUMNS})
+
+
+def cross_validate(abstracts: list[Abstract]) -> dict[str, dict[str, float]]:
+    order = abstracts[:]
+    random.Random(SEED).shuffle(order)
+    folds = [order[i::FOLDS] for i in range(FOLDS)]
+    out: dict[str, dict[str, float]] = {}
+    for c in COLUMNS:
+        sums: dict[str, list[float]] = {}
+        for i, test in enumerate(folds):
+            train = [a for j, f in enumerate(folds) if j != i for a in f]
+            for k, v in measure_column(test, c, fit_column(train, c)).items():
+                sums.setdefault(k, []).append(v)
+        out[c] = {k: round(sum(kept) / max(1, len(kept)), 4)
+                  for k, vs in sums.items() for kept in [[v for v in vs if not math.isnan(v)]]}
+    return out
+
+
+def to_json(model: GridModel, meta: dict[str, Any]) -> str:
+    return json.dumps({"columns": {c: m.__dict__ for c, m in model.columns.items()}, "meta": meta},
+                      indent=1, ensure_ascii=False) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "scifact")
+    ap.add_argument("--write", action="store_true", help="store the model fitted on all abstracts")
+    ap.add_argument("--labels-data", type=Path, help="a data dir indexing corpus/: measure on the seed labels")
+    args = ap.parse_args()
+    abstracts = load_structured(args.scifact)
+    print(f"SciFact structured abstracts used: {len(abstracts)}")
+    cv = cross_validate(abstracts)
+    print(f"{FOLDS}-fold cross-validation on SciFact (held-out abstracts):")
+    for c, m in cv.items():
+        print(f"  {c:<11} cell right {m['cell_right']:.3f}  not stated right {m['not_stated_right']:.3f}  "
+              f"(share stating it {m['stated_share']:.3f})")
+    model = fit(abstracts)
+    for c, m in model.columns.items():
+        print(f"  {c:<11} stated_at {m.stated_at:.3f}  weights " +
+              ", ".join(f"{k}={v:+.2f}" for k, v in m.weights.items()))
+    meta = {"fitted_on": f"SciFact structured abstracts ({len(abstracts)})", "folds": FOLDS,
+            "cross_validation": cv, "script": "eval/fit_grid.py"}
+    if args.write:
+        OUT.write_text(to_json(model, meta), encoding="utf-8")
+        print(f"wrote {OUT}")
+    if args.labels_data:
+        from eval.grid_eval import evaluate, print_figures
+
+        print_figures(evaluate(args.labels_data, model_text=to_json(model, meta)))
+
+
+if __name__ == "__main__":
+    main()
