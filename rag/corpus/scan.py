@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rag.corpus import readers
 from rag.corpus.labels import extract_label
+from rag.corpus.readers.common import BIBLIO_FIELDS
 from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
 from rag.text import clean_markup, stable_id
 
@@ -128,7 +129,7 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
             authors=_authors(record.get("authors")),
             venue=str(record.get("venue") or ""),
             year=str(record.get("year") or ""),
-            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection")},
+            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection") + BIBLIO_FIELDS},
             layout=str(record.get("layout") or "") if full_text else "",
         ))
     return report
