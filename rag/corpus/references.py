@@ -7,7 +7,7 @@ export never looks more complete than its sources.
 
 Every export writes the bibliographic fields the input had (volume, issue number, pages, month, ISSN, publisher)
 besides title, authors, venue, year, DOI and URL. DOIs and URLs are written verbatim, as biblatex reads them: a
-`\_` in a DOI would break its link.
+`\\_` in a DOI would break its link.
 
 BibTeX is written by bibtexparser and RIS by rispy; keys are the input's own citation key when it had one,
 else family name of the first author + year + first title word (`kovacs2026dynamic`), else the label and

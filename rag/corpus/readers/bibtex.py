@@ -12,6 +12,7 @@ field written twice (Zotero writes `doi` twice) is read with the first value and
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rag.corpus.records import CorpusError, FileReport
 from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, display_name, doi_of, entry_name,
@@ -35,7 +36,7 @@ def _middlewares() -> tuple[type, type]:
         """An entry with a field written twice (bibtexparser's DuplicateFieldKeyBlock) becomes the entry with the
         first value of each; which fields were doubled, and whether their values differed, go in its metadata."""
 
-        def transform_failed_block(self, block, library):  # noqa: ANN001, ANN201 (bibtexparser's signature)
+        def transform_failed_block(self, block: Any, library: Any) -> Any:
             if not isinstance(block, DuplicateFieldKeyBlock):
                 return block
             entry = block.ignore_error_block
@@ -57,7 +58,7 @@ def _middlewares() -> tuple[type, type]:
     class KeepVerbatimFields(BlockMiddleware):
         """The raw text of DOI, URL and eprint fields, taken before LaTeX decoding changes it."""
 
-        def transform_entry(self, entry, library):  # noqa: ANN001, ANN201 (bibtexparser's signature)
+        def transform_entry(self, entry: Any, library: Any) -> Any:
             entry.parser_metadata[_RAW_KEY] = {f.key.lower(): f.value for f in entry.fields
                                                if f.key.lower() in VERBATIM_FIELDS and isinstance(f.value, str)}
             return entry
@@ -87,7 +88,6 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     """Entries with an abstract become records; unreadable blocks and entries without abstracts are reported."""
     import bibtexparser
     from bibtexparser import middlewares as mw
-
     from bibtexparser.middlewares.parsestack import default_parse_stack
 
     text = read_text(path, max_bytes)
@@ -118,7 +118,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
 
         raw = entry.parser_metadata.get(_RAW_KEY, {})
 
-        def raw_get(name: str) -> str:
+        def raw_get(name: str, raw: dict = raw) -> str:
             return verbatim(raw.get(name, ""))
 
         name = entry_name(entry.key, get("title"), f"entry at line {(entry.start_line or 0) + 1}")

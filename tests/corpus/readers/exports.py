@@ -9,7 +9,6 @@ and dates in DA; CSL-JSON items have Zotero item URIs as ids.
 `FIELDS` is what each paper's input says, field by field, as a reader of any format should see it.
 """
 
-# ruff: noqa: E501  (exports keep each field on one line, as Zotero writes them)
 from __future__ import annotations
 
 ZOTERO_BIB = r"""
