@@ -144,3 +144,27 @@ def test_skip_notes_name_entries_by_key_never_by_attachment_path(tmp_path: Path)
     rep = read(path)
     assert f"{rep.source}: 1 entry without an abstract skipped: novak_keynote_2023" in rep.warnings
     assert not any("storage" in line or "zotero.org" in line for line in rep.warnings + rep.problems)
+
+
+def test_ingested_papers_export_their_bibliographic_fields(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+    """What `papers cite --format bibtex` writes comes from the store's catalog: the fields must survive it."""
+    import bibtexparser
+
+    from rag.corpus.references import catalog_records, to_bibtex
+    from rag.index.ingest import ingest
+    from rag.index.store import Store
+
+    from tests.conftest import make_settings
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "Zotero.bib").write_text(exports.ZOTERO_BIB, encoding="utf-8")
+    settings = make_settings(tmp_path / "data", corpus_paths=[folder])
+    ingest(settings, embedder=embedder, progress=False)
+    store = Store.open(settings)
+    text = to_bibtex(catalog_records(store, sorted(store.catalog())))
+    assert "doi = {10.1007/978-3-319-10593-2_13}" in text
+    got = exports.fields_of_bibtex(text)
+    for title in exports.FILES["Zotero.bib"][1]:
+        assert got[title] == exports.FIELDS[title]
+    assert not bibtexparser.parse_string(text).failed_blocks
