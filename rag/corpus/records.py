@@ -40,6 +40,13 @@ class Paper:
     kind: str = ""        # BibTeX entry type the input implies (article, inproceedings, misc, ...)
     collection: str = ""  # the name of the paper list the paper came from (a list's header line)
     layout: str = ""      # PDF full texts: JSON [[offset, page, section], ...] into `text`
+    # bibliographic fields as the input had them (rag/corpus/readers/common.py BIBLIO_FIELDS), for the exports
+    volume: str = ""
+    number: str = ""      # issue number
+    pages: str = ""       # '1-29'
+    month: str = ""       # '1'..'12', or the input's own text
+    issn: str = ""
+    publisher: str = ""
 
     @property
     def reference(self) -> str:

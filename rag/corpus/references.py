@@ -1,9 +1,13 @@
-"""References out: the reference line shown with citations, and BibTeX / RIS / plain-text exports.
+"""References out: the reference line shown with citations, and BibTeX / RIS / CSL-JSON / plain-text exports.
 
 Works on any record with the catalog's fields (CatalogEntry, PaperHit, corpus Paper): fields a record lacks
 count as missing. Only metadata the input really had is shown; a paper-list header is the list's name, never a
 venue. Papers without metadata are exported as a clearly marked minimal entry (`@misc` with a note), so an
 export never looks more complete than its sources.
+
+Every export writes the bibliographic fields the input had (volume, issue number, pages, month, ISSN, publisher)
+besides title, authors, venue, year, DOI and URL. DOIs and URLs are written verbatim, as biblatex reads them: a
+`\\_` in a DOI would break its link.
 
 BibTeX is written by bibtexparser and RIS by rispy; keys are the input's own citation key when it had one,
 else family name of the first author + year + first title word (`kovacs2026dynamic`), else the label and
@@ -129,6 +133,12 @@ def _tex(value: str) -> str:
     return _BIBTEX_SPECIAL_RE.sub(r"\\\1", value).replace("~", r"\textasciitilde{}")
 
 
+def _verbatim(value: str) -> str:
+    """A DOI or URL as a verbatim BibTeX field: written as is, only braces (which would end the field)
+    percent-encoded, as they are in a URL."""
+    return value.replace("{", "%7B").replace("}", "%7D")
+
+
 def _abstract(record: Any) -> str:
     return abstract_of(_get(record, "text"), _get(record, "layout"))
 
@@ -169,13 +179,23 @@ def to_bibtex(records: Iterable[Any]) -> str:
                 fields.append((venue_field, _tex(_get(record, "venue"))))
             elif kind == "article":
                 kind = "misc"  # an @article needs a journal
-            for name in ("year", "doi"):
+            for name in ("volume", "number"):
                 if _get(record, name):
                     fields.append((name, _tex(_get(record, name))))
+            if _get(record, "pages"):
+                fields.append(("pages", _tex(_get(record, "pages")).replace("-", "--")))
+            if _get(record, "month"):
+                fields.append(("month", _get(record, "month") if _get(record, "month").isdigit()
+                               else _tex(_get(record, "month"))))
+            for name in ("year", "publisher", "issn"):
+                if _get(record, name):
+                    fields.append((name, _tex(_get(record, name))))
+            if _get(record, "doi"):
+                fields.append(("doi", _verbatim(_get(record, "doi"))))
             if _get(record, "arxiv"):
                 fields += [("eprint", _get(record, "arxiv")), ("archiveprefix", "arXiv")]
             if _get(record, "url"):
-                fields.append(("url", _get(record, "url").replace("{", "%7B").replace("}", "%7D")))
+                fields.append(("url", _verbatim(_get(record, "url"))))
         else:
             kind = "misc"
             fields.append(("title", "{" + _tex(_get(record, "label") or _get(record, "paper_id")) + "}"))
@@ -183,7 +203,9 @@ def to_bibtex(records: Iterable[Any]) -> str:
         if _abstract(record) and has_metadata(record):
             fields.append(("abstract", _tex(_abstract(record))))
         entries.append(Entry(kind, key, [Field(k, v) for k, v in fields]))
-    return bibtexparser.write_string(bibtexparser.Library(entries))
+    # month numbers become the month macros (sep) every BibTeX style prints as a name
+    return bibtexparser.write_string(bibtexparser.Library(entries),
+                                     prepend_middleware=[bibtexparser.middlewares.MonthAbbreviationMiddleware()])
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -228,9 +250,17 @@ def to_ris(records: Iterable[Any]) -> str:
                 ref["authors"] = [_inverted(n) for n in author_list(_get(record, "authors"))]
             if _get(record, "venue"):
                 ref["secondary_title"] = _get(record, "venue")
-            for src, dst in (("year", "year"), ("doi", "doi")):
+            for src, dst in (("year", "year"), ("doi", "doi"), ("volume", "volume"), ("number", "number"),
+                             ("issn", "issn"), ("publisher", "publisher")):
                 if _get(record, src):
                     ref[dst] = _get(record, src)
+            if _get(record, "pages"):
+                start, _, end = _get(record, "pages").partition("-")
+                ref["start_page"] = start
+                if end:
+                    ref["end_page"] = end
+            if _get(record, "month").isdigit() and _get(record, "year"):
+                ref["date"] = f"{_get(record, 'year')}/{int(_get(record, 'month')):02d}//"
             if _get(record, "url"):
                 ref["urls"] = [_get(record, "url")]
             if _abstract(record):
@@ -240,6 +270,46 @@ def to_ris(records: Iterable[Any]) -> str:
                    "notes": [_no_metadata_note(record)]}
         out.append(ref)
     return rispy.dumps(out, implementation=_ris_writer())
+
+
+_CSL_TYPES = {"article": "article-journal", "inproceedings": "paper-conference", "incollection": "chapter",
+              "book": "book", "phdthesis": "thesis", "techreport": "report"}
+
+
+def to_csl_json(records: Iterable[Any]) -> str:
+    """CSL-JSON items, as Zotero, Pandoc and citeproc read them."""
+    import json
+
+    records = _dedupe(records)
+    items = []
+    for record, key in zip(records, _unique_keys(records)):
+        if not has_metadata(record):
+            items.append({"id": key, "type": "document", "title": _get(record, "label") or _get(record, "paper_id"),
+                          "note": _no_metadata_note(record)})
+            continue
+        kind = _get(record, "kind")
+        item: dict[str, Any] = {
+            "id": key, "citation-key": key,
+            "type": _CSL_TYPES.get(kind, "article" if _get(record, "arxiv") else "document"),
+            "title": _get(record, "title") or _get(record, "label")}
+        if _get(record, "authors"):
+            item["author"] = [{"family": family, "given": given} if given else {"literal": family}
+                              for given, family in map(_split_name, author_list(_get(record, "authors")))]
+        if _get(record, "venue"):
+            item["container-title"] = _get(record, "venue")
+        for src, dst in (("volume", "volume"), ("number", "issue"), ("pages", "page"), ("issn", "ISSN"),
+                         ("publisher", "publisher"), ("doi", "DOI"), ("url", "URL")):
+            if _get(record, src):
+                item[dst] = _get(record, src)
+        if _get(record, "year").isdigit():
+            parts = [int(_get(record, "year"))]
+            if _get(record, "month").isdigit():
+                parts.append(int(_get(record, "month")))
+            item["issued"] = {"date-parts": [parts]}
+        if _abstract(record):
+            item["abstract"] = _abstract(record)
+        items.append(item)
+    return json.dumps(items, ensure_ascii=False, indent=2) + "\n"
 
 
 def to_text(records: Iterable[Any]) -> str:

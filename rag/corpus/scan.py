@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.corpus import readers
 from rag.corpus.labels import extract_label
+from rag.corpus.readers.common import BIBLIO_FIELDS, entry_name
 from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
 from rag.text import clean_markup, stable_id
 
@@ -98,8 +100,9 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
     for position, record in records:
         abstract = record["abstract"]
         where = f"{report.source}:{position}" if suffix in (".jsonl", ".ndjson") else report.source
-        if record.get("key"):
-            where += f" ({record['key']})"
+        name = entry_name(str(record.get("key") or ""), str(record.get("title") or ""))
+        if name:
+            where += f" ({name})"
         # PDF text is already plain (rag/corpus/readers/pdf.py): cleaning LaTeX markup from it would move its layout
         full_text = reader is not None and bool(record.get("full_text"))
         cleaned = abstract if full_text else clean_markup(abstract)
@@ -128,7 +131,7 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
             authors=_authors(record.get("authors")),
             venue=str(record.get("venue") or ""),
             year=str(record.get("year") or ""),
-            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection")},
+            **{f: str(record.get(f) or "") for f in ("doi", "arxiv", "key", "kind", "collection") + BIBLIO_FIELDS},
             layout=str(record.get("layout") or "") if full_text else "",
         ))
     return report
@@ -240,14 +243,59 @@ class CorpusScan:
     duplicates: list[str]
 
 
+def _title_key(title: str) -> str:
+    """A title compared across files: case, accents, punctuation and spacing ignored."""
+    folded = unicodedata.normalize("NFKD", title.casefold())
+    return " ".join(re.findall(r"\w+", "".join(c for c in folded if not unicodedata.combining(c))))
+
+
+class _SamePaper:
+    """The papers read so far by DOI and by normalised title, to tell when another file has the same paper.
+
+    Same DOI (case-insensitive) is the same paper. Same title is the same paper unless the two disagree on
+    the DOI or on the year (a reprint, an erratum, a chapter sharing a book's title).
+    """
+
+    def __init__(self) -> None:
+        self.by_doi: dict[str, Paper] = {}
+        self.by_title: dict[str, list[Paper]] = {}
+
+    def find(self, p: Paper) -> tuple[Paper, str] | None:
+        if p.doi and p.doi.lower() in self.by_doi:
+            return self.by_doi[p.doi.lower()], f"same DOI ({p.doi}) as"
+        for q in self.by_title.get(_title_key(p.title), []) if p.title else []:
+            if not (p.doi and q.doi and p.doi.lower() != q.doi.lower()) and not (p.year and q.year
+                                                                                  and p.year != q.year):
+                return q, "same title as"
+        return None
+
+    def add(self, p: Paper) -> None:
+        if p.doi:
+            self.by_doi.setdefault(p.doi.lower(), p)
+        if p.title and _title_key(p.title):
+            self.by_title.setdefault(_title_key(p.title), []).append(p)
+
+
+def _named(p: Paper) -> str:
+    name = entry_name(p.key, p.title)
+    return f"{p.source}#{p.position}" + (f" ({name})" if name else "")
+
+
 def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
          known_label: LabelLookup | None = None) -> CorpusScan:
-    """Read every supported file under `paths`; the same abstract text appearing twice is kept once."""
+    """Read every supported file under `paths`; the same paper appearing twice is kept once and reported.
+
+    The same abstract text or id is kept once. The same paper by DOI or title (a Zotero export and a Better
+    BibTeX export of one library, or a paper in two collections) is skipped the second time, with a note naming
+    both places; a PDF's full text and a reference entry of the same paper are both kept (one gives the text,
+    the other the abstract and metadata), with a note.
+    """
     files, problems = discover(paths)
     reports = [read_file(f, max_bytes, max_abstract_chars, known_label) for f in files]
     papers: list[Paper] = []
     by_id: dict[str, Paper] = {}
     by_hash: dict[str, Paper] = {}
+    same_paper = _SamePaper()
     duplicates: list[str] = []
     for rep in reports:
         problems.extend(rep.problems)
@@ -258,8 +306,17 @@ def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
                 duplicates.append(f"{p.source}#{p.position}: {what} {first.source}#{first.position} "
                                   f"({first.paper_id}); kept once")
                 continue
+            found = same_paper.find(p)
+            if found is not None:
+                first, what = found
+                if not (p.layout or first.layout):
+                    duplicates.append(f"{_named(p)}: {what} {_named(first)}; skipped, the first is indexed")
+                    continue
+                duplicates.append(f"{_named(p)}: {what} {_named(first)}; both kept (a full text and a "
+                                  "reference entry)")
             by_hash[p.content_hash] = p
             by_id[p.paper_id] = p
+            same_paper.add(p)
             papers.append(p)
     warnings = [w for rep in reports for w in rep.warnings]
     return CorpusScan(papers=papers, files=reports, problems=problems, warnings=warnings, duplicates=duplicates)

@@ -239,7 +239,8 @@ def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:
     )
 
 
-METADATA_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
+METADATA_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout",
+                   "volume", "number", "pages", "month", "issn", "publisher")
 
 
 def _metadata_changed(old: CatalogEntry, p: Paper) -> bool:

@@ -227,6 +227,12 @@ class CatalogEntry:
     kind: str = ""        # BibTeX entry type (article, inproceedings, misc, ...)
     collection: str = ""  # name of the paper list the paper came from
     layout: str = ""      # PDF full texts: JSON [[offset, page, section], ...] into `text`
+    volume: str = ""      # bibliographic fields the input had (rag/corpus/records.py Paper), for the exports
+    number: str = ""
+    pages: str = ""
+    month: str = ""
+    issn: str = ""
+    publisher: str = ""
 
 
 def _client(settings: Settings) -> ClientAPI:
@@ -526,7 +532,8 @@ class Store:
 _META_FIELDS = ("content_hash", "label", "source", "source_key", "position", "n_chunks", "chunking",
                 "title", "url", "authors", "venue", "year")
 # Added later: records written before them read back as "" (no DOI, no layout, ...).
-_OPTIONAL_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout")
+_OPTIONAL_FIELDS = ("doi", "arxiv", "key", "kind", "collection", "layout",
+                    "volume", "number", "pages", "month", "issn", "publisher")
 
 
 def _meta(e: CatalogEntry) -> dict[str, Any]:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import bibtexparser
+import pytest
 import rispy
 
-from rag.corpus.references import bibtex_key, citation_fields, reference_line, to_bibtex, to_ris, to_text
+from rag.corpus.references import (bibtex_key, citation_fields, reference_line, to_bibtex, to_csl_json, to_ris,
+                                   to_text)
+from rag.corpus.scan import read_file
 from rag.index.store import CatalogEntry
+
+from tests.corpus.readers import exports
 
 
 def entry(pid: str = "e407fa377133", **fields: object) -> CatalogEntry:
@@ -76,3 +84,51 @@ def test_citation_fields_name_the_page_of_the_quote() -> None:
     fields = citation_fields(paper, "Results: 2.3 seconds per image.")
     assert fields["page"] == 2 and fields["title"] == DYMOS["title"] and "p. 2" in fields["reference"]
     assert citation_fields(entry(**DYMOS), "anything")["page"] is None  # no layout: no page
+
+
+def test_bibtex_writes_dois_and_urls_verbatim() -> None:
+    paper = entry(**DYMOS | {"doi": "10.1007/978-3-319-10593-2_13", "kind": "incollection",
+                             "url": "https://example.org/a_b%20c?x=1&y=2"})
+    text = to_bibtex([paper])
+    assert "doi = {10.1007/978-3-319-10593-2_13}" in text  # biblatex reads doi verbatim: `\_` breaks the link
+    assert "url = {https://example.org/a_b%20c?x=1&y=2}" in text
+    assert "23\\% \\& more" in text  # other fields stay escaped
+
+
+def test_bibliographic_fields_are_written_in_every_format() -> None:
+    paper = entry(**DYMOS | {"kind": "article", "venue": "The Cryosphere", "volume": "17", "number": "5",
+                             "pages": "2023-2041", "month": "5", "issn": "1994-0416", "publisher": "Copernicus GmbH"})
+    text = to_bibtex([paper])
+    for line in ("volume = {17}", "number = {5}", "pages = {2023--2041}", "month = may", "issn = {1994-0416}",
+                 "publisher = {Copernicus GmbH}"):
+        assert line in text
+    (ref,) = rispy.loads(to_ris([paper]))
+    assert (ref["volume"], ref["number"], ref["start_page"], ref["end_page"], ref["issn"], ref["publisher"],
+            ref["date"]) == ("17", "5", "2023", "2041", "1994-0416", "Copernicus GmbH", "2026/05//")
+    (item,) = json.loads(to_csl_json([paper]))
+    assert (item["type"], item["volume"], item["issue"], item["page"], item["ISSN"], item["publisher"],
+            item["issued"]) == ("article-journal", "17", "5", "2023-2041", "1994-0416", "Copernicus GmbH",
+                                {"date-parts": [[2026, 5]]})
+    assert item["author"][1] == {"family": "van der Berg", "given": "Pieter"} and item["DOI"] == DYMOS["doi"]
+
+
+def test_csl_json_marks_papers_without_metadata() -> None:
+    (item,) = json.loads(to_csl_json([entry("4e19684f404c", **LISTED)]))
+    assert item["type"] == "document" and item["note"].startswith("metadata not available")
+
+
+@pytest.mark.parametrize("name", list(exports.FILES))
+@pytest.mark.parametrize("fmt", ["bibtex", "ris", "csl"])
+def test_zotero_and_better_bibtex_exports_round_trip(tmp_path: Path, name: str, fmt: str) -> None:
+    """Every field of the input (title, authors, venue, year, month, volume, number, pages, ISSN, publisher,
+    DOI, URL) is read and written back with the same value."""
+    text, titles = exports.FILES[name]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    papers = read_file(path, 2**20, 20_000).papers
+    write, read_back = {"bibtex": (to_bibtex, exports.fields_of_bibtex), "ris": (to_ris, exports.fields_of_ris),
+                        "csl": (to_csl_json, exports.fields_of_csl)}[fmt]
+    got = read_back(write(papers))
+    assert sorted(got) == sorted(titles)
+    for title in titles:
+        assert got[title] == exports.FIELDS[title]

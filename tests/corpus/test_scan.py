@@ -10,6 +10,7 @@ import pytest
 from rag.corpus.scan import read_file, scan
 
 from tests.conftest import CORPUS, write_jsonl
+from tests.corpus.readers import exports
 
 LIMIT = 2**26
 ABSTRACT = ("We propose FooNet, a sparse attention method for long documents that reduces memory by 40% "
@@ -124,3 +125,32 @@ def test_duplicates_are_kept_once_and_reported(tmp_path: Path) -> None:
 def test_missing_path_is_reported(tmp_path: Path) -> None:
     found = scan([tmp_path / "nope"], LIMIT, 20_000)
     assert found.problems == [f"{tmp_path / 'nope'}: no such file or directory"]
+
+
+def test_same_paper_in_two_exports_is_indexed_once_and_named(tmp_path: Path) -> None:
+    """A Zotero export and a Better BibTeX export of one library: same DOI, different abstract text."""
+    (tmp_path / "a_zotero.bib").write_text(exports.ZOTERO_BIB, encoding="utf-8")
+    csl = [{"id": "http://zotero.org/users/1/items/ZZ", "type": "paper-conference",
+            "title": "Learning scene features from street-level imagery", "DOI": "10.1007/978-3-319-10593-2_13",
+            "abstract": "Scene features learned from street-level photographs recognise 205 scene categories.",
+            "issued": {"date-parts": [[2014]]}}]
+    (tmp_path / "b_export.json").write_text(json.dumps(csl), encoding="utf-8")
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert [p.source.rsplit("/", 1)[-1] for p in found.papers] == ["a_zotero.bib", "a_zotero.bib"]
+    (note,) = found.duplicates
+    assert "b_export.json#1 ('Learning scene features from street-level imagery')" in note
+    assert "same DOI (10.1007/978-3-319-10593-2_13) as" in note and "a_zotero.bib#1 (haddad_scene_2014)" in note
+    assert note.endswith("skipped, the first is indexed") and "zotero.org" not in note
+
+
+def test_same_title_is_the_same_paper_unless_year_or_doi_differ(tmp_path: Path) -> None:
+    (tmp_path / "a.bib").write_text(exports.ZOTERO_BIB, encoding="utf-8")
+    ris = ("TY  - JOUR\nTI  - Glacier Calving Fronts from Sentinel-1 Radar, with Uncertainty\nPY  - {year}\n"
+           "AB  - A different abstract of the same glacier paper, long enough to be indexed on its own.\nER  - \n")
+    (tmp_path / "b.ris").write_text(ris.format(year=2023), encoding="utf-8")
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 2 and len(found.duplicates) == 1
+    assert "b.ris#1" in found.duplicates[0] and "same title as" in found.duplicates[0]
+    (tmp_path / "b.ris").write_text(ris.format(year=2019), encoding="utf-8")  # another paper of that name
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 3 and not found.duplicates

@@ -1,20 +1,69 @@
-"""BibTeX (`.bib`) as Zotero and Google Scholar export it, parsed by bibtexparser 2.
+r"""BibTeX (`.bib`) as Zotero and Google Scholar export it, parsed by bibtexparser 2.
 
 LaTeX accents and braces in titles and names are decoded by bibtexparser's LatexDecodingMiddleware (pylatexenc);
-math in abstracts is kept as `$...$` so the corpus cleaner treats it like every other format's math.
-Entries without an `abstract` field are reported by key: Google Scholar's exports never have one.
+math in abstracts is kept as `$...$` so the corpus cleaner treats it like every other format's math. DOIs and URLs
+are read verbatim (biblatex reads them so): only the `\_` / `\%` escapes Zotero adds and a `\url{}` wrapper are
+undone, so `10.1007/978-3-319-10593-2\_13` is the DOI `10.1007/978-3-319-10593-2_13`. A `howpublished` that is a
+URL is the paper's link, not its venue.
+Entries without an `abstract` field are reported by key: Google Scholar's exports never have one. An entry with a
+field written twice (Zotero writes `doi` twice) is read with the first value and a note naming it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import arxiv_of, clean_field, display_name, doi_of, link_of, read_text, year_of
+from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, display_name, doi_of, entry_name,
+                                       link_of, month_of, pages_of, read_text, url_in, verbatim, year_of)
 
 
 VENUE_FIELDS = ("journal", "journaltitle", "booktitle", "eventtitle", "series", "howpublished", "school",
                 "institution")
+# Fields biblatex reads verbatim: kept as written, never LaTeX-decoded.
+VERBATIM_FIELDS = ("doi", "url", "eprint", "file", "howpublished")
+_RAW_KEY = "verbatim_fields"
+_DUPLICATES_KEY = "duplicate_fields"
+
+
+def _middlewares() -> tuple[type, type]:
+    """Two parse-stack steps on bibtexparser's BlockMiddleware (imported lazily, like bibtexparser itself)."""
+    from bibtexparser.middlewares.middleware import BlockMiddleware
+    from bibtexparser.model import DuplicateFieldKeyBlock
+
+    class KeepFirstOfDuplicateFields(BlockMiddleware):
+        """An entry with a field written twice (bibtexparser's DuplicateFieldKeyBlock) becomes the entry with the
+        first value of each; which fields were doubled, and whether their values differed, go in its metadata."""
+
+        def transform_failed_block(self, block: Any, library: Any) -> Any:
+            if not isinstance(block, DuplicateFieldKeyBlock):
+                return block
+            entry = block.ignore_error_block
+            first: dict[str, object] = {}
+            fields, differing = [], set()
+            for f in entry.fields:
+                k = f.key.lower()
+                if k in first:
+                    if clean_field(first[k]).lower() != clean_field(f.value).lower():
+                        differing.add(k)
+                    continue
+                first[k] = f.value
+                fields.append(f)
+            entry.fields = fields
+            entry.parser_metadata[_DUPLICATES_KEY] = (sorted(k.lower() for k in block.duplicate_keys),
+                                                      sorted(differing))
+            return entry
+
+    class KeepVerbatimFields(BlockMiddleware):
+        """The raw text of DOI, URL and eprint fields, taken before LaTeX decoding changes it."""
+
+        def transform_entry(self, entry: Any, library: Any) -> Any:
+            entry.parser_metadata[_RAW_KEY] = {f.key.lower(): f.value for f in entry.fields
+                                               if f.key.lower() in VERBATIM_FIELDS and isinstance(f.value, str)}
+            return entry
+
+    return KeepFirstOfDuplicateFields, KeepVerbatimFields
 
 
 def _names(value: object) -> list[str]:
@@ -39,9 +88,12 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     """Entries with an abstract become records; unreadable blocks and entries without abstracts are reported."""
     import bibtexparser
     from bibtexparser import middlewares as mw
+    from bibtexparser.middlewares.parsestack import default_parse_stack
 
     text = read_text(path, max_bytes)
-    library = bibtexparser.parse_string(text, append_middleware=[
+    keep_first, keep_verbatim = _middlewares()
+    library = bibtexparser.parse_string(text, parse_stack=[
+        keep_first(), *default_parse_stack(), mw.MonthIntMiddleware(), keep_verbatim(),
         mw.LatexDecodingMiddleware(keep_math_mode=True), mw.SeparateCoAuthors(), mw.SplitNameParts()])
     for block in library.failed_blocks:
         line = getattr(block, "start_line", None)
@@ -64,19 +116,38 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
             f = fields.get(name)
             return clean_field(f.value) if f is not None else ""
 
+        raw = entry.parser_metadata.get(_RAW_KEY, {})
+
+        def raw_get(name: str, raw: dict = raw) -> str:
+            return verbatim(raw.get(name, ""))
+
+        name = entry_name(entry.key, get("title"), f"entry at line {(entry.start_line or 0) + 1}")
+        doubled = entry.parser_metadata.get(_DUPLICATES_KEY)
+        if doubled:
+            keys, differing = doubled
+            report.warnings.append(
+                f"{report.source}: entry {name} has {', '.join(keys)} written twice; read with the first value"
+                + (f" (the second {', '.join(differing)} differed)" if differing else ""))
         abstract = str(fields["abstract"].value) if "abstract" in fields else ""
         if not abstract.strip():
-            missing.append(entry.key)
+            missing.append(name)
             continue
-        eprint = get("eprint") if get("archiveprefix").lower() in ("", "arxiv") else ""
-        doi = doi_of(get("doi"), get("url"))
-        arxiv = arxiv_of(f"arXiv:{eprint}" if eprint else "", get("url"), get("journal"), get("note"))
+        eprint = raw_get("eprint") if get("archiveprefix").lower() in ("", "arxiv") else ""
+        published_at = url_in(raw.get("howpublished", ""))
+        url = raw_get("url") or published_at
+        doi = doi_of(raw_get("doi"), url)
+        arxiv = arxiv_of(f"arXiv:{eprint}" if eprint else "", url, get("journal"), get("note"))
         authors = _names(fields["author"].value) if "author" in fields else []
+        venues = [v for v in VENUE_FIELDS if not (v == "howpublished" and published_at)]
+        date = get("date")  # biblatex: date = {2024-05-12}
         records.append((position, {
             "abstract": abstract, "title": get("title"), "authors": authors,
-            "venue": next((get(v) for v in VENUE_FIELDS if get(v)), ""),
-            "year": year_of(get("year"), get("date")), "doi": doi, "arxiv": arxiv,
-            "url": link_of(get("url"), doi, arxiv), "key": entry.key, "kind": entry.entry_type.lower(),
+            "venue": next((get(v) for v in venues if get(v)), ""),
+            "year": year_of(get("year"), date), "doi": doi, "arxiv": arxiv,
+            "url": link_of(url, doi, arxiv), "key": entry.key, "kind": entry.entry_type.lower(),
+            "volume": get("volume"), "number": get("number") or get("issue"), "pages": pages_of(get("pages")),
+            "month": month_of(get("month")) or date_parts(date)[1], "issn": get("issn"),
+            "publisher": get("publisher"),
         }))
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")

@@ -1,4 +1,8 @@
-"""CSL-JSON, the format Zotero's "Export Library… → CSL JSON" writes: an array of CSL items."""
+"""CSL-JSON, the format Zotero's "Export Library… → CSL JSON" writes: an array of CSL items.
+
+Volume, issue, page, the month of `issued`, ISSN and publisher are kept for the exports. Zotero's item ids are
+URIs (`http://zotero.org/users/…/items/…`): notes name an item by its citation key or title instead.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ import re
 from pathlib import Path
 
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import arxiv_of, clean_field, display_name, doi_of, link_of, read_text, year_of
+from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, display_name, doi_of, entry_name,
+                                       link_of, month_of, pages_of, read_text, verbatim, year_of)
 
 
 # CSL item types -> the BibTeX entry types references are exported as.
@@ -39,6 +44,15 @@ def _year(issued: object) -> str:
     return year_of(issued)
 
 
+def _month(issued: object) -> str:
+    if isinstance(issued, dict):
+        parts = issued.get("date-parts")
+        if isinstance(parts, list) and parts and isinstance(parts[0], list) and len(parts[0]) > 1:
+            return month_of(parts[0][1])
+        return date_parts(issued.get("raw") or issued.get("literal"))[1]
+    return ""
+
+
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
     """Items with an abstract become records; items without one are reported by id."""
 
@@ -61,18 +75,22 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         key = str(item.get("citation-key") or (item_id if re.fullmatch(r"[\w:.+\-]+", item_id) else ""))
         abstract = item.get("abstract")
         if not isinstance(abstract, str) or not abstract.strip():
-            missing.append(key or item_id or f"#{i}")
+            missing.append(entry_name(key, str(item.get("title") or ""), f"#{i}"))
             continue
-        doi = doi_of(item.get("DOI"), item.get("URL"))
-        arxiv = arxiv_of(item.get("URL"), item.get("number"), item.get("note"), item.get("container-title"),
+        url = verbatim(item.get("URL"))
+        doi = doi_of(verbatim(item.get("DOI")), url)
+        arxiv = arxiv_of(url, item.get("number"), item.get("note"), item.get("container-title"),
                          item.get("publisher"))
         records.append((i, {
             "abstract": abstract, "title": clean_field(item.get("title")), "authors": _names(item.get("author")),
             "venue": clean_field(item.get("container-title") or item.get("event-title") or item.get("event")
                                  or (item.get("publisher") if item.get("type") in ("article", "report") else "")),
             "year": _year(item.get("issued")), "doi": doi, "arxiv": arxiv,
-            "url": link_of(clean_field(item.get("URL")), doi, arxiv), "key": key,
+            "url": link_of(url, doi, arxiv), "key": key,
             "kind": KINDS.get(str(item.get("type") or ""), "misc"),
+            "volume": clean_field(item.get("volume")), "number": clean_field(item.get("issue")),
+            "pages": pages_of(item.get("page")), "month": _month(item.get("issued")),
+            "issn": clean_field(item.get("ISSN")), "publisher": clean_field(item.get("publisher")),
         }))
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")

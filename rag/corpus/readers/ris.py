@@ -1,11 +1,16 @@
-"""RIS (`.ris`) as Zotero and Google Scholar export it, parsed by rispy."""
+"""RIS (`.ris`) as Zotero and Google Scholar export it, parsed by rispy.
+
+Volume (VL), issue (IS), pages (SP/EP), month (from DA or PY `2024/05//`), ISSN (SN) and publisher (PB) are kept
+for the exports; DOIs (DO) and URLs (UR) are kept as written.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, name_from_inverted, read_text, year_of
+from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, doi_of, entry_name, link_of,
+                                       name_from_inverted, pages_of, read_text, verbatim, year_of)
 
 
 KINDS = {"JOUR": "article", "JFULL": "article", "EJOUR": "article", "CONF": "inproceedings",
@@ -19,6 +24,20 @@ def _first(entry: dict, *keys: str) -> str:
             v = next((x for x in v if x), "")
         if v:
             return clean_field(v)
+    return ""
+
+
+def _pages(entry: dict) -> str:
+    start, end = _first(entry, "start_page"), _first(entry, "end_page")
+    return pages_of(f"{start}-{end}" if start and end and start != end else start or end)
+
+
+def _month(entry: dict) -> str:
+    """The month of DA (`2024/05/12/`) or PY/Y1 (`2024/05//`); RIS has no month tag of its own."""
+    for key in ("date", "year", "publication_year"):
+        month = date_parts(_first(entry, key))[1]
+        if month:
+            return month
     return ""
 
 
@@ -39,12 +58,12 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         abstract = e.get("abstract") or e.get("notes_abstract") or ""
         title = _first(e, "title", "primary_title", "translated_title")
         if not str(abstract).strip():
-            missing.append(f"'{title[:60]}'" if title else f"#{i}")
+            missing.append(entry_name(clean_field(e.get("id")), title, f"#{i}"))
             continue
         authors = [name_from_inverted(a) for key in ("authors", "first_authors") for a in e.get(key) or []]
         urls = e.get("urls") or []
-        url = next((u for u in urls if u and "doi.org" not in u), "")
-        doi = doi_of(e.get("doi"), *urls)
+        url = next((verbatim(u) for u in urls if u and "doi.org" not in u), "")
+        doi = doi_of(verbatim(e.get("doi")), *map(verbatim, urls))
         arxiv = arxiv_of(*urls, e.get("notes"), e.get("journal_name"), e.get("secondary_title"))
         records.append((i, {
             "abstract": str(abstract), "title": title, "authors": list(dict.fromkeys(a for a in authors if a)),
@@ -53,6 +72,8 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
             "year": year_of(e.get("year"), e.get("publication_year"), e.get("date")), "doi": doi, "arxiv": arxiv,
             "url": link_of(clean_field(url), doi, arxiv), "key": clean_field(e.get("id")),
             "kind": KINDS.get(str(e.get("type_of_reference") or ""), "misc"),
+            "volume": _first(e, "volume"), "number": _first(e, "number"), "pages": _pages(e),
+            "month": _month(e), "issn": _first(e, "issn"), "publisher": _first(e, "publisher"),
         }))
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")

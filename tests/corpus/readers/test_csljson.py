@@ -8,6 +8,7 @@ from pathlib import Path
 from rag.corpus.scan import read_file
 from rag.corpus.readers import is_csl_json
 
+from . import exports
 from .documents import ZOTERO_CSL
 
 
@@ -42,3 +43,24 @@ def test_csl_items_must_be_objects(tmp_path: Path) -> None:
     path.write_text(json.dumps([items[0], "not an item"]), encoding="utf-8")
     rep = read_file(path, 2**20, 20_000)
     assert len(rep.papers) == 1 and rep.problems == [f"{rep.source}[2]: expected a CSL item (JSON object), got str"]
+
+
+def test_csl_volume_issue_pages_month_issn_publisher(tmp_path: Path) -> None:
+    path = tmp_path / "Zotero.json"
+    path.write_text(exports.ZOTERO_CSL, encoding="utf-8")
+    rep = read_file(path, 2**20, 20_000)
+    (cot,) = rep.papers
+    expected = exports.FIELDS[cot.title]
+    assert {f: getattr(cot, f) for f in expected} == expected
+    assert cot.doi == "10.1234/tmlr_2025.0042" and cot.url == "https://openreview.net/forum?id=abc_123"
+
+
+def test_csl_skip_notes_name_items_by_title_not_by_zotero_uri(tmp_path: Path) -> None:
+    path = tmp_path / "Zotero.json"
+    path.write_text(exports.ZOTERO_CSL, encoding="utf-8")
+    rep = read_file(path, 2**20, 20_000)
+    assert rep.warnings == [f"{rep.source}: 1 item without an abstract skipped: 'A blog post without an abstract'"]
+    keyed = json.loads(exports.ZOTERO_CSL)
+    keyed[1]["citation-key"] = "blog_2024"
+    path.write_text(json.dumps(keyed), encoding="utf-8")
+    assert read_file(path, 2**20, 20_000).warnings[0].endswith("skipped: blog_2024")

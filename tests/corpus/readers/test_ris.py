@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rag.corpus.scan import read_file
 
+from . import exports
 from .documents import SCHOLAR_RIS, ZOTERO_RIS
 
 
@@ -36,3 +37,20 @@ def test_not_ris(tmp_path: Path) -> None:
     path.write_text("just some notes\nabout papers\n", encoding="utf-8")
     rep = read_file(path, 2**20, 20_000)
     assert not rep.papers and len(rep.problems) == 1 and rep.problems[0].startswith(f"{rep.source}: ")
+
+
+def test_ris_volume_issue_pages_month_issn_publisher(tmp_path: Path) -> None:
+    path = tmp_path / "Zotero.ris"
+    path.write_text(exports.ZOTERO_RIS.replace("\n", "\r\n"), encoding="utf-8")
+    rep = read_file(path, 2**20, 20_000)
+    (smoke,) = rep.papers
+    expected = exports.FIELDS[smoke.title]
+    assert {f: getattr(smoke, f) for f in expected} == expected
+    assert "'A conference talk without abstract'" in rep.warnings[0] and "storage" not in rep.warnings[0]
+
+
+def test_ris_month_from_the_publication_year_tag(tmp_path: Path) -> None:
+    path = tmp_path / "scholar.ris"
+    path.write_text(SCHOLAR_RIS.replace("Y1  - 2025", "Y1  - 2025/07//"), encoding="utf-8")
+    (lora,) = read_file(path, 2**20, 20_000).papers
+    assert lora.year == "2025" and lora.month == "7"
