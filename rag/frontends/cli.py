@@ -316,7 +316,7 @@ def cite(
     k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per query."),
     fmt: Optional[str] = typer.Option(None, "--format",
-                                      help="Print the matching papers as references: bibtex, ris or text."),
+                                      help="Print the matching papers as references: bibtex, ris, csl-json or text."),
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
 
@@ -387,21 +387,21 @@ def grid(
         _echo(grid_markdown(table), nl=False)
 
 
-REFERENCE_FORMATS = ("bibtex", "ris", "text")
+REFERENCE_FORMATS = ("bibtex", "ris", "csl-json", "text")
 
 
 def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
-    """Papers (in the given order) as BibTeX, RIS or a plain-text reference list."""
-    from rag.corpus.references import catalog_records, to_bibtex, to_ris, to_text
+    """Papers (in the given order) as BibTeX, RIS, CSL-JSON (Zotero's import format) or a plain reference list."""
+    from rag.corpus.references import catalog_records, to_bibtex, to_csl_json, to_ris, to_text
 
     records = catalog_records(assistant.retriever.store, paper_ids)
-    return {"bibtex": to_bibtex, "ris": to_ris, "text": to_text}[fmt](records)
+    return {"bibtex": to_bibtex, "ris": to_ris, "csl-json": to_csl_json, "text": to_text}[fmt](records)
 
 
 @app.command("list")
 def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line."),
                 fmt: Optional[str] = typer.Option(None, "--format",
-                                                  help="Print every paper as a reference: bibtex, ris or text.")
+                                                  help="Print every paper as a reference: bibtex, ris, csl-json or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
     from rag.service import paper_record

@@ -127,6 +127,8 @@ def test_cite_bibtex_of_a_zotero_paper_reads_back(library: Settings) -> None:
     assert top["title"] == "Dynamic Motion Slider: Controllable Motion Strength for Image-to-Video Generation"
     ris = _cli(library, "cite", "--format", "ris", "--k", "1", "Dynamic Motion Slider").stdout
     assert ris.startswith("TY  - CPAPER") and "AU  - Kovács, Ágnes" in ris
+    csl = json.loads(_cli(library, "cite", "--format", "csl-json", "--k", "1", "Dynamic Motion Slider").stdout)
+    assert csl[0]["title"] == top["title"].strip("{}") and csl[0]["author"][0] == {"family": "Kovács", "given": "Ágnes"}
 
 
 def test_cite_bibtex_on_the_seed_corpus(corpus_settings: Settings) -> None:
