@@ -77,6 +77,11 @@ CLOSEST_IN_SCOPE = "Closest papers in the selection:"
 UNKNOWN_PAPERS = "no indexed paper has id {ids}: `papers list` (or the Papers tab, or list_papers) shows the ids"
 OUT_OF_SCOPE_ONE = "{names} is indexed but outside the selected papers: clear the scope to search every paper."
 OUT_OF_SCOPE_MANY = "{names} are indexed but outside the selected papers: clear the scope to search every paper."
+# A question that names no paper, whose only evidence is in papers outside the selection.
+EVIDENCE_OUTSIDE_ONE = ("The selected papers don't say this; {names}, outside the selection, does: clear the scope "
+                        "to search every paper.")
+EVIDENCE_OUTSIDE_MANY = ("The selected papers don't say this; {names}, outside the selection, do: clear the scope "
+                         "to search every paper.")
 # Heading of the reference list appended to answers sent to other tools (rag/frontends/common.py).
 REFERENCES_HEADING = "References:"
 

@@ -181,11 +181,13 @@ class Assistant:
             return []
         return [p for p in self.named(question) if p not in paper_ids]
 
-    def _out_of_scope(self, question: str, retrieval: Retrieval, outside: list[str]) -> Answer:
-        """The abstention for a question about papers outside the scope, naming them and the closest in-scope
-        papers."""
+    def _out_of_scope(self, question: str, retrieval: Retrieval, outside: list[str], named: bool = True) -> Answer:
+        """The abstention for a question about papers outside the scope (`named` by it, or holding the only
+        evidence for it), naming them and the closest in-scope papers."""
         labels = [self.retriever.local_index.papers[p].label for p in outside]
-        template = prompts.OUT_OF_SCOPE_ONE if len(labels) == 1 else prompts.OUT_OF_SCOPE_MANY
+        one, many = ((prompts.OUT_OF_SCOPE_ONE, prompts.OUT_OF_SCOPE_MANY) if named
+                     else (prompts.EVIDENCE_OUTSIDE_ONE, prompts.EVIDENCE_OUTSIDE_MANY))
+        template = one if len(labels) == 1 else many
         answer = render_extractive(question, retrieval, Draft([], template.format(names=", ".join(labels))),
                                    self.settings.unsupported)
         answer.answer += _closest_in_scope(retrieval)
@@ -199,7 +201,7 @@ class Assistant:
         found = list(dict.fromkeys(q.paper.paper_id for q in draft.quotes if q.paper.paper_id not in paper_ids))
         if draft.abstention or not found:
             return None
-        return self._out_of_scope(question, scoped, found)
+        return self._out_of_scope(question, scoped, found, named=False)
 
     def _embed_cached(self, texts: list[str]) -> list[list[float]]:
         """Sentence vectors for the citation check; abstract sentences recur across answers, so they are kept.
@@ -508,7 +510,7 @@ class Conversation:
             if event.kind == "final" and event.answer is not None:
                 a = event.answer
                 a.question = q
-                a.rewritten = res.question if res.how != "as typed" and res.question != q else None  # not for a filler
+                a.rewritten = res.question if res.question != q else None
                 if notice:
                     a.notice = " ".join(x.rstrip(".") + "." for x in (a.notice, notice) if x)
                 self.turns.append(Turn(q, res.question, a, self._referents(res, a)))

@@ -173,6 +173,9 @@ def test_a_question_about_a_paper_outside_the_scope_is_told_so(synthetic) -> Non
     out = chat.ask("How many microbial genomes does FMP recover?", paper_ids=scope)
     assert out.abstained and out.outside_scope == ["FMP"] and "3,400" not in out.answer
     assert out.answer.startswith("FMP is indexed but outside the selected papers")
+    topical = chat.ask("How many microbial genomes come from the twelve permafrost cores?", paper_ids=scope)
+    assert topical.abstained and topical.outside_scope == ["FMP"] and "3,400" not in topical.answer
+    assert topical.answer.startswith("The selected papers don't say this; FMP, outside the selection, does")
     inside = chat.ask("What share of carbon do shaded seedlings get from older trees?", paper_ids=scope)
     assert not inside.abstained and "18%" in (inside.lead or "") and inside.outside_scope == []
     with pytest.raises(ValueError, match="no indexed paper has id 'nope'"):

@@ -207,7 +207,8 @@ def test_older_answer_chip_shows_its_own_evidence_and_copy_answer(page) -> None:
 def test_one_control_resets_chat_memory_evidence_and_scope(page) -> None:  # noqa: ANN001
     ask(page, RECMEM_Q)
     ask(page, "And how does it compare to the baselines?")
-    assert "searched for" in page.locator("#status").inner_text()  # memory: the follow-up was rewritten
+    status = page.locator("#status").inner_text()
+    assert "searched for" in status and "RecMem" in status  # memory: the follow-up was rewritten
     select_scope(page, "CoRF")
 
     page.locator("#reset-button").click()
@@ -219,7 +220,7 @@ def test_one_control_resets_chat_memory_evidence_and_scope(page) -> None:  # noq
     page.screenshot(path=str(ARTIFACTS / "ui-reset.png"))
 
     ask(page, "And how does it compare to the baselines?", answers_before=0)
-    assert "searched for" not in page.locator("#status").inner_text()  # no memory of the RecMem turn
+    assert "RecMem" not in page.locator("#status").inner_text()  # no memory of the RecMem turn ("And" is dropped)
     assert page.locator("#evidence .turn-evidence").count() == 1
 
 
@@ -233,7 +234,7 @@ def test_chat_trash_icon_resets_like_new_chat(page) -> None:  # noqa: ANN001
     page.wait_for_function("!document.querySelector('#chat .answer')", timeout=WAIT)
     page.locator("#evidence").get_by_text("Evidence for an answer appears here").wait_for(timeout=WAIT)
     ask(page, "And how does it compare to the baselines?", answers_before=0)
-    assert "searched for" not in page.locator("#status").inner_text()
+    assert "RecMem" not in page.locator("#status").inner_text()
 
 
 def test_scope_banner_and_out_of_scope_message(page) -> None:  # noqa: ANN001
