@@ -56,8 +56,10 @@ class Constants:
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
     missing_below: float = 0.5  # an asked term the corpus never uses: abstain when the best sentence is under this
-    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
-    weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
+    # The earlier citation-lookup thresholds on the best sentence's probability (still written by fit_evidence.py;
+    # eval/fit_lookup.py reports them as the baseline). The lookup strength is rag/answer/lookup.py's.
+    strong_at: float = 0.5
+    weak_at: float = 0.0
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
     multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
     primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
@@ -461,9 +463,3 @@ def paper_probabilities(cands: Sequence[Candidate], constants: Constants | None 
     """Probability that each retrieved paper is relevant, from its evidence and its rank."""
     c = constants or current_constants()
     return {pid: _logistic(f, c.paper_weights, c.paper_bias) for pid, f in paper_features(cands).items()}
-
-
-def strength(prob: float, constants: Constants | None = None) -> str:
-    """'strong', 'weak' or 'none' for a lookup's best sentence, on the fitted thresholds."""
-    c = constants or current_constants()
-    return "strong" if prob >= c.strong_at else "weak" if prob >= max(c.weak_at, c.abstain_below) else "none"
