@@ -16,8 +16,9 @@ cosine of any retrieved sentence).
             the training folds: worth reading, not to be cited unread.
     none    below `weak_at`, or a query mostly in words no indexed chunk uses: unlikely to be the paper.
 
-The constants live in rag/answer/fitted/lookup.json, written by that script (never by hand); docs/lookup.md
-gives the measured figures.
+The constants live in rag/answer/fitted/lookup.json, written by that script (never by hand). As last fitted:
+strong_at 0.95, weak_at 0.14; on held-out folds strong hits were a labelled paper 96% of the time on SciFact
+claims and 100% on the seed lookups, and 2 of 1,165 off-topic queries had one (docs/lookup.md).
 """
 
 from __future__ import annotations
