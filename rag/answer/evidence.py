@@ -56,8 +56,10 @@ class Constants:
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
     missing_below: float = 0.5  # an asked term the corpus never uses: abstain when the best sentence is under this
-    strong_at: float = 0.5      # citation-lookup strength: 'strong' at or above (likelier evidence than not)
-    weak_at: float = 0.0        # ... 'weak' down to the training share of evidence sentences (the prior)
+    # The earlier citation-lookup thresholds on the best sentence's probability (still written by fit_evidence.py;
+    # eval/fit_lookup.py reports them as the baseline). The lookup strength is rag/answer/lookup.py's.
+    strong_at: float = 0.5
+    weak_at: float = 0.0
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
     multi_paper_at: float = 0.5  # a list question cites every paper at least this likely relevant
     primary_by_evidence: bool = False  # lead with the paper the evidence favours, not the retriever's first
@@ -464,6 +466,8 @@ def paper_probabilities(cands: Sequence[Candidate], constants: Constants | None 
 
 
 def strength(prob: float, constants: Constants | None = None) -> str:
-    """'strong', 'weak' or 'none' for a lookup's best sentence, on the fitted thresholds."""
+    """'strong', 'weak' or 'none' for one sentence's evidence probability, on the evidence scorer's thresholds:
+    how well a quoted sentence carries a question (the UI's evidence cards, the grid's typed columns). A citation
+    lookup's strength weighs a paper against the other hits and has its own model (rag/answer/lookup.py)."""
     c = constants or current_constants()
     return "strong" if prob >= c.strong_at else "weak" if prob >= max(c.weak_at, c.abstain_below) else "none"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.answer.evidence import Constants, Vocabulary, current_constants, defines, load_constants, strength
+from rag.answer.evidence import Constants, Vocabulary, current_constants, defines, load_constants
 from rag.prompts import ABSTAIN_CLOSEST, ABSTAIN_PREFIX
 
 from tests.conftest import ROOT
@@ -97,7 +97,6 @@ def test_lookup_strength_of_a_verbatim_claim(synthetic) -> None:
     hits = synthetic.cite("Heavy grazing reduced soil carbon in dry sites")
     assert hits[0].paper_id == _id_of(synthetic, "Heavy grazing") and hits[0].strength == "strong"
     assert all(h.strength in ("strong", "weak", "none") for h in hits)
-    assert strength(0.0) == "none" and strength(1.0) == "strong"
 
 
 def test_lookup_strength_of_an_off_topic_query(synthetic) -> None:

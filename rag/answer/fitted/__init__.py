@@ -1,5 +1,6 @@
 """Constants fitted by the scripts in eval/ (`eval/fit_evidence.py` writes evidence.json, `eval/fit_retrieval.py`
-writes retrieval.json, `eval/fit_grid.py` writes grid.json). They are package data: read through importlib.resources, so an installed wheel finds
+writes retrieval.json, `eval/fit_grid.py` writes grid.json, `eval/fit_lookup.py` writes lookup.json). They are
+package data: read through importlib.resources, so an installed wheel finds
 them; the fit scripts write them here, in the source tree."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 EVIDENCE = "evidence.json"
 RETRIEVAL = "retrieval.json"
 GRID = "grid.json"
+LOOKUP = "lookup.json"
 
 
 def read(name: str) -> str:
