@@ -56,8 +56,9 @@ class Constants:
     cite_paper_at: float = 0.5  # a further paper is cited when it is more likely relevant than not
     second_sentence_at: float = 0.5  # a second sentence of a cited paper is quoted when likelier evidence than not
     missing_below: float = 0.5  # an asked term the corpus never uses: abstain when the best sentence is under this
-    # The earlier citation-lookup thresholds on the best sentence's probability (still written by fit_evidence.py;
-    # eval/fit_lookup.py reports them as the baseline). The lookup strength is rag/answer/lookup.py's.
+    # A sentence's evidence strength (`strength`: evidence cards, grid cells); written by fit_evidence.py. A
+    # citation lookup's strength is rag/answer/lookup.py's fitted model (eval/fit_lookup.py reports these as its
+    # baseline).
     strong_at: float = 0.5
     weak_at: float = 0.0
     common_share: float = 0.15  # a term in more than this share of papers is the collection's vocabulary
