@@ -157,6 +157,7 @@ def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Pa
 def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
     """torch-bf16 makes fp32-family vectors: papers added with the fp32 export go into the same store, and the
     store records both runtimes that wrote it."""
+    import rag.index.embed
     import rag.index.torch_embed
     from rag.index.embed import ingest_embedder_for
 
@@ -165,7 +166,7 @@ def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, 
     s = make_settings(tmp_path / "data", embed_runtime="auto")
     first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
     assert first.embed_engine == "torch-bf16" and first.embed_runtime.startswith("fp32:")
-    monkeypatch.setattr(rag.index.torch_embed, "native_bf16", lambda: False)  # a CPU without: auto means onnx
+    monkeypatch.setattr(rag.index.embed, "native_bf16", lambda: False)  # a CPU without: auto means onnx
     extra = write_jsonl(tmp_path / "more.jsonl", [{"abstract": ABSTRACTS[4]}])
     more = ingest(s, [tiny_corpus, extra], embedder=ingest_embedder_for(s), progress=False)
     assert more.embed_engine == "onnx" and more.embed_runtime == first.embed_runtime and more.added
