@@ -1,6 +1,6 @@
 """One settings object for the whole assistant, read from the environment and `.env`.
 
-Every field is described here; `.env.example` and the README list the same names. Variables use the
+Every field is described here; `.env.example` and docs/configuration.md list the same names. Variables use the
 `PAPERS_` prefix, except the conventional `OPENAI_*` and `CHROMA_*` names that other tools already set.
 """
 
@@ -100,7 +100,7 @@ class Settings(BaseSettings):
                             "'onnx' instead, never emulated bf16), 'onnx' the fp32 ONNX export, 'torch' "
                             "sentence-transformers in fp32; these three make the same fp32 vectors (cosine >= "
                             "0.9999) and mix in one store. 'onnx-int8' an int8-quantised copy (fast; retrieval as "
-                            "good, but the answer thresholds fitted on fp32 vectors shift: see README Performance). "
+                            "good, but the answer thresholds fitted on fp32 vectors shift: see benchmarks/README.md). "
                             "'auto' is 'torch-bf16' where the CPU has native bf16, else 'onnx'. The store records "
                             "which vectors it holds (int8 or fp32) and the runtime that wrote them; questions are "
                             "embedded the same way; adding int8 to fp32 vectors or back is refused "

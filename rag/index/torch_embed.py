@@ -29,7 +29,7 @@ class Bf16Embedding(BatchedEmbedding):
 
     Autocast, not bf16 weights: it keeps layer norms, softmax and the pooling in fp32, for vectors closer to
     fp32 (cosine mean 0.99998 against 0.99995 on SciFact chunks), leaves the fp32 weights untouched, and
-    is fast enough for the ingest goal (see README Performance). Torch releases the GIL in its kernels, so
+    is fast enough for the ingest goal (see benchmarks/README.md). Torch releases the GIL in its kernels, so
     ingest's worker thread embeds while the main thread writes to Chroma.
     """
 
