@@ -30,10 +30,11 @@ STEPS = {  # module -> functions (Class.method for methods); missing ones are sk
     "rag.corpus.scan": ["scan"],
     "rag.index.ingest": ["_ingest", "_embed_and_write", "_rewrite_metadata"],
     "rag.index.embed": ["ensure_onnx", "ingest_embedder_for"],
-    "rag.index.localindex": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index", "load_index",
-                       "_read_chunks", "updated_local_index", "_index", "bm25_index", "build_paper_level",
-                       "_updated_bm25", "_bm25_from_counts", "updated_paper_level", "_stack_rows", "_publish", "_save",
-                       "_save_vectors"],
+    "rag.index.versions": ["update_local_index", "publish_full_index", "remove_other_versions", "committed_index",
+                           "load_index", "_publish", "_save", "_save_vectors"],
+    "rag.index.snapshot": ["read_chunks", "updated_local_index", "_index", "_stack_rows"],
+    "rag.index.paper_level": ["build_paper_level", "updated_paper_level"],
+    "rag.index.bm25": ["bm25_index", "updated_bm25", "_bm25_from_counts"],
 }
 
 

@@ -86,15 +86,15 @@ def add_one_paper(settings: Settings, path: Path) -> tuple[float, float, float]:
     previous one) in a process that has not read the index yet, then a second paper in the same process (which
     starts from the index the first saved, as the UI does), next to rebuilding the local index from the whole
     store, measured right after."""
-    from rag import localindex
+    from rag.index import versions
     from rag.index.embed import embedder_for
     from rag.index.ingest import ingest
-    from rag.index.localindex import build_local_index
+    from rag.index.snapshot import build_local_index
     from rag.index.store import Store
 
     embedder = embedder_for(settings)
     embedder.get_text_embedding("warm up")
-    localindex._LAST = None  # the index this process kept from its earlier steps: read from disk, as a new one
+    versions._LAST = None  # the index this process kept from its earlier steps: read from disk, as a new one
     times = []
     for _ in range(2):
         # A new text each time, so a store kept from an earlier run (--keep) gets a new paper too.

@@ -111,7 +111,7 @@ def whole_abstract(doc: dict) -> str:
 
 def bm25_rankings(corpus: dict[str, dict], queries: list[str], k: int = 10) -> list[list[str]]:
     """The whole-abstract BM25 anchor: bm25s over title + abstract, with the project's tokeniser."""
-    from rag.index.localindex import bm25_index, tokenize
+    from rag.index.bm25 import bm25_index, tokenize
 
     ids = list(corpus)
     index = bm25_index([whole_abstract(corpus[i]) for i in ids])

@@ -1,7 +1,7 @@
 """Hybrid retrieval: dense (Chroma) and BM25 over the same chunks, fused by reciprocal rank, grouped per paper.
 
-Queries go to the Chroma collection and the local index (rag/index/localindex.py: bm25s, chunk texts, vectors and
-paper records) directly. Through llama-index's VectorIndexRetriever and BM25Retriever the same two lookups took
+Queries go to the Chroma collection and the local index (rag/index/bm25.py, snapshot.py, versions.py: bm25s,
+chunk texts, vectors and paper records) directly. Through llama-index's VectorIndexRetriever and BM25Retriever the same two lookups took
 12.1 + 2.7 ms instead of 6.2 + 0.4 ms here, and importing llama-index adds ~2 s to every command's start;
 ingestion (IngestionPipeline, node parser, ChromaVectorStore) writes the chunks in llama-index's node format.
 A question costs one embedding, one Chroma query and one BM25 query; the rest is in memory.
@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from rag.answer import fitted
 from rag.corpus.references import reference_line
 from rag.index.embed import query_embedder_for
-from rag.index.localindex import LocalIndex, ensure_local_index, probe_ids, tokenize
+from rag.index.bm25 import tokenize
+from rag.index.snapshot import LocalIndex, probe_ids
+from rag.index.versions import ensure_local_index
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, damaged
 from rag.settings import Settings
 from rag.text import stems

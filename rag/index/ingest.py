@@ -23,9 +23,11 @@ from rag.corpus.scan import Paper, scan
 from rag.settings import Settings
 from rag.index.chunking import SectionChunks, WholeSentenceChunker
 from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
-from rag.index.localindex import (committed_index, ensure_local_index, heading, probe_ids, publish_full_index,
-                                  remove_other_versions, update_local_index)
+from rag.index.paper_level import heading
+from rag.index.snapshot import probe_ids
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, writer_lock
+from rag.index.versions import (committed_index, ensure_local_index, publish_full_index, remove_other_versions,
+                                update_local_index)
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding

@@ -84,7 +84,7 @@ BM25_QUERIES = ["fewer false alarms", "sensor networks baseline", "DogwoodNet", 
 
 def fingerprint(data_dir: str) -> dict[str, Any]:
     """Everything a user can observe, read the way the commands read it (runs in a forked child)."""
-    from rag.index.localindex import build_local_index
+    from rag.index.snapshot import build_local_index
     from rag.service import Assistant
     from rag.settings import load_settings
     from rag.index.store import Store

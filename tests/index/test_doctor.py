@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rag.frontends.cli import app
 from rag.index.ingest import ingest
-from rag.index.localindex import index_dir, publish_full_index
+from rag.index.versions import index_dir, publish_full_index
 from rag.index.store import Store, StoreError
 
 from tests.conftest import make_settings

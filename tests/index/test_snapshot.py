@@ -1,4 +1,4 @@
-"""The local index after an ingest that changes the store is derived from the previous one, reading back only
+"""The local index (rag/index/snapshot.py, saved by versions.py) after an ingest that changes the store is derived from the previous one, reading back only
 the touched papers' chunks; it must equal an index built from scratch, whatever the change was."""
 
 from __future__ import annotations
@@ -11,58 +11,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.index import localindex
+from rag.index import snapshot, versions
+from rag.index.bm25 import TF_FILE, tokenize
 from rag.index.ingest import ingest
-from rag.index.localindex import (
-    TF_FILE,
-    WORDS_FILE,
-    TOKEN_PATTERN,
-    LocalIndex,
-    build_local_index,
-    embedded_text,
-    ensure_local_index,
-    heading,
-    index_dir,
-    tokenize,
-)
+from rag.index.paper_level import heading
+from rag.index.snapshot import LocalIndex, build_local_index, embedded_text
+from rag.index.versions import WORDS_FILE, ensure_local_index, index_dir
 from rag.index.store import Store
 
 from tests.conftest import ABSTRACTS, make_settings, write_jsonl
+from tests.index.test_bm25 import assert_same_bm25, scratch_bm25
 
 QUERIES = ["FooNet accuracy", "benchmark licensing", "sparse attention memory", "retrieval augmented"]
 WORDS = ["FooNet", "BarBench", "QuuxDB", "accuracy", "memory", "licensing", "chemists", "never-indexed-word"]
 
 
-def scratch_bm25(texts: list[str]):  # noqa: ANN201 - bm25s.BM25
-    """The peer: bm25s itself indexing the texts from scratch, tokenised as the project tokenises them."""
-    import bm25s
-
-    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=localindex.stemmer(), token_pattern=TOKEN_PATTERN,
-                            show_progress=False)
-    bm25 = bm25s.BM25()
-    bm25.index(tokens, show_progress=False)
-    return bm25
-
-
-def assert_same_bm25(ours, texts: list[str], queries: list[str]) -> None:  # noqa: ANN001
-    """`ours` scores every row as bm25s indexing `texts` (the same rows, in order) from scratch: the same
-    vocabulary and document frequencies, every document's score per query, and the same top-k."""
-    peer = scratch_bm25(texts)
-    assert ours.scores["num_docs"] == peer.scores["num_docs"] == len(texts)
-    assert set(ours.vocab_dict) == set(peer.vocab_dict)
-    df = lambda b, t: int(b.scores["indptr"][b.vocab_dict[t] + 1] - b.scores["indptr"][b.vocab_dict[t]])  # noqa: E731
-    assert {t: df(ours, t) for t in peer.vocab_dict if t} == {t: df(peer, t) for t in peer.vocab_dict if t}
-    for q in queries:
-        tokens = [t for t in tokenize(q) if t in peer.vocab_dict]
-        if not tokens:
-            continue
-        assert np.allclose(ours.get_scores(tokens), peer.get_scores(tokens), rtol=1e-6, atol=1e-7), q
-        k = min(10, len(texts))
-        mine = ours.retrieve([tokens], k=k, show_progress=False)
-        theirs = peer.retrieve([tokens], k=k, show_progress=False)
-        assert np.allclose(mine.scores, theirs.scores, rtol=1e-6, atol=1e-7), q
-        positive = theirs.scores[0] > 0
-        assert list(mine.documents[0][positive]) == list(theirs.documents[0][positive]), q
 
 
 def assert_bm25_as_from_scratch(index: LocalIndex) -> None:
@@ -129,13 +92,13 @@ def assert_same_index(ours: LocalIndex, full: LocalIndex) -> None:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[list[str] | None]:
     """Records which papers' chunks each index build or update read back from the store (None = all)."""
     seen: list[list[str] | None] = []
-    real = localindex._read_chunks
+    real = snapshot.read_chunks
 
     def spy(store, paper_ids=None):
         seen.append(None if paper_ids is None else list(paper_ids))
         return real(store, paper_ids)
 
-    monkeypatch.setattr(localindex, "_read_chunks", spy)
+    monkeypatch.setattr(snapshot, "read_chunks", spy)
     return seen
 
 
@@ -221,8 +184,8 @@ def test_kept_rows_whose_heading_changed_are_tokenised_again(tmp_path: Path, tin
     vector = store.papers.get(ids=[pid], include=["embeddings"])["embeddings"][0]
     store.write_catalog([entry], [list(vector)])
     tokenised.clear()
-    localindex.update_local_index(s, store, store.version, set(), {pid}, version="relabelled")
-    ours = localindex.load_index(index_dir(s, "relabelled"))
+    versions.update_local_index(s, store, store.version, set(), {pid}, version="relabelled")
+    ours = versions.load_index(index_dir(s, "relabelled"))
     assert sum(tokenised) == len(ours.rows_of_paper[pid]) + 2, tokenised
     assert ours.search("QuuxDB robots", 5)
     assert_bm25_as_from_scratch(ours)
@@ -245,7 +208,7 @@ def test_moved_papers_update_the_paper_records_without_reading_chunks(tmp_path: 
     assert_same_index(ours, build_local_index(store))
     assert_bm25_as_from_scratch(ours)
     after = index_dir(s, store.version)
-    for name in (localindex.VECTORS_FILE, localindex.PAPER_VECTORS_FILE):  # the same rows: one file, linked
+    for name in (versions.VECTORS_FILE, versions.PAPER_VECTORS_FILE):  # the same rows: one file, linked
         assert (after / name).stat().st_ino == (before / name).stat().st_ino, name
 
 
@@ -263,50 +226,6 @@ def test_missing_previous_index_means_a_full_build(tmp_path: Path, tiny_corpus: 
     store = Store.open(s)
     assert_same_index(ensure_local_index(s, store), build_local_index(store))
 
-
-def test_incremental_bm25_equals_bm25s_from_scratch() -> None:
-    """Rows kept, dropped (with the last uses of some terms), re-tokenised in place and added, over several
-    updates each starting from the saved and memory-mapped result of the one before: always the index bm25s
-    builds from the final rows."""
-    import random
-
-    rng = random.Random(7)
-    vocab = " ".join(ABSTRACTS).split() + ["unique%d" % i for i in range(40)]
-    doc = lambda: " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 40)))  # noqa: E731
-    texts = [doc() for _ in range(120)] + ["", "the of and"]  # an empty document, one of stopwords only
-    bm25 = localindex.bm25_index(texts)
-    queries = QUERIES + ["unique3 unique7 memory", "BarBench chemists accuracy", "never seen words"]
-    assert_same_bm25(bm25, texts, queries)
-    import tempfile
-
-    for step in range(4):
-        keep = [i for i in range(len(texts)) if rng.random() > 0.2]
-        new = [doc() + f" fresh{step}" for _ in range(rng.randint(1, 15))]
-        reuse = np.array(keep + [-1] * len(new))
-        final = [texts[i] for i in keep] + new
-        moved = rng.sample(range(len(keep)), 3)  # rows whose text changed in place (a relabelled paper)
-        for i in moved:
-            final[i] = doc()
-        reuse[moved] = -1
-        fresh = [final[i] for i in np.flatnonzero(reuse < 0)]
-        with tempfile.TemporaryDirectory() as tmp:
-            localindex._save_bm25(bm25, Path(tmp))
-            loaded = localindex._load_bm25(Path(tmp))
-            assert loaded.term_counts is not None and len(loaded.term_counts) == len(loaded.scores["data"])
-            bm25 = localindex._updated_bm25(loaded, reuse, fresh)
-        assert bm25 is not None
-        assert_same_bm25(bm25, final, queries + new[:2])
-        texts = final
-    # what the query path does: a mask restricting the search to some rows, after a save and a memory-mapped load
-    with tempfile.TemporaryDirectory() as tmp:
-        localindex._save_bm25(bm25, Path(tmp))
-        loaded = localindex._load_bm25(Path(tmp))
-        tokens = [t for t in tokenize("BarBench accuracy memory") if t in loaded.vocab_dict]
-        mask = np.zeros(len(texts), dtype=np.float32)
-        mask[::3] = 1.0
-        docs, scores = loaded.retrieve([tokens], k=5, show_progress=False, weight_mask=mask)
-        peer_docs, peer_scores = scratch_bm25(texts).retrieve([tokens], k=5, show_progress=False, weight_mask=mask)
-        assert np.allclose(scores, peer_scores) and list(docs[0][scores[0] > 0]) == list(peer_docs[0][scores[0] > 0])
 
 
 def test_index_saved_without_term_counts_is_rebuilt_once_then_derived(tmp_path: Path, tiny_corpus: Path,
@@ -381,10 +300,10 @@ def test_an_ingest_starts_from_the_index_its_process_saved(tmp_path: Path, tiny_
     s = make_settings(tmp_path / "data")
     ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
     loads: list[Path] = []
-    real = localindex.load_index
-    monkeypatch.setattr(localindex, "load_index", lambda folder: loads.append(folder) or real(folder))
+    real = versions.load_index
+    monkeypatch.setattr(versions, "load_index", lambda folder: loads.append(folder) or real(folder))
     store = Store.open(s)
-    first = localindex.committed_index(s, store)
+    first = versions.committed_index(s, store)
     assert first is not None and first is ensure_local_index(s, store) and loads == []
     (tiny_corpus / "extra.txt").write_text(ABSTRACTS[3])
     ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
@@ -395,13 +314,13 @@ def test_an_ingest_starts_from_the_index_its_process_saved(tmp_path: Path, tiny_
     assert isinstance(ours.vectors, np.memmap) and isinstance(ours.papers_index.vectors, np.memmap)
 
     folder = index_dir(s, store.version)
-    data = (folder / localindex.PAPERS_FILE).read_bytes()  # rewritten by someone else: the same bytes, a new file
-    (folder / localindex.PAPERS_FILE).unlink()
-    (folder / localindex.PAPERS_FILE).write_bytes(data)
+    data = (folder / versions.PAPERS_FILE).read_bytes()  # rewritten by someone else: the same bytes, a new file
+    (folder / versions.PAPERS_FILE).unlink()
+    (folder / versions.PAPERS_FILE).write_bytes(data)
     again = ensure_local_index(s, store)
     assert loads == [folder] and again is not ours
     assert_same_index(again, ours)
-    (folder / localindex.TABLE_FILE).write_text("{")  # damaged
+    (folder / versions.TABLE_FILE).write_text("{")  # damaged
     rebuilt = ensure_local_index(s, store)
     assert len(loads) == 2 and rebuilt is not again
     assert_same_index(rebuilt, build_local_index(store))
@@ -409,7 +328,7 @@ def test_an_ingest_starts_from_the_index_its_process_saved(tmp_path: Path, tiny_
 
 def test_index_files_round_trip_text_orjson_refuses(tmp_path: Path) -> None:
     """A lone surrogate (seen in broken PDF text) is written through json and read back through json."""
-    from rag.index.localindex import _json_bytes, _json_load
+    from rag.index.versions import _json_bytes, _json_load
 
     value = {"texts": ["plain", "broken \ud800 text", "ünïcode ✓"]}
     path = tmp_path / "t.json"
@@ -424,7 +343,7 @@ def test_vectors_written_file_to_file_equal_the_rows_in_memory(tmp_path: Path, m
                                                                fails: str) -> None:
     """The next version's vectors: kept runs of the saved file copied by the kernel, then the new rows. A file
     system without copy_file_range (it raises; faked here) goes through user space, run by run."""
-    from rag.index.localindex import _spill_path, _stack_rows
+    from rag.index.snapshot import _spill_path, _stack_rows
 
     (tmp_path / "v1").mkdir()
     saved = np.arange(40 * 4, dtype=np.float32).reshape(40, 4)
@@ -445,21 +364,6 @@ def test_vectors_written_file_to_file_equal_the_rows_in_memory(tmp_path: Path, m
     assert isinstance(got, np.memmap) and str(got.filename).startswith(str(tmp_path))
     assert np.array_equal(np.asarray(got), np.concatenate([saved[keep], new[0]]))
 
-
-def test_query_tokens_equal_bm25s_tokenize() -> None:
-    """`tokenize` is bm25s's tokeniser done for one text: the same tokens, in order, on punctuation, case,
-    stopwords, digits, hyphens, non-ASCII letters and repeats."""
-    import bm25s
-
-    texts = ABSTRACTS + [
-        "Which paper proposes RICE-PO, and does it beat GRPO's 54.7% on MATH-500?",
-        "THE the The a an AND ñandú Straße naïve café 3D x 2x 10k GPT-4o l2-norm ι-ICL",
-        "what do the papers say about the papers' papers", "", "?!", "over-fitting overfits overfitting",
-    ]
-    for text in texts:
-        expected = bm25s.tokenize(text, stopwords="en", stemmer=localindex.stemmer(),
-                                  token_pattern=localindex.TOKEN_PATTERN, return_ids=False, show_progress=False)[0]
-        assert localindex.tokenize(text) == expected, text
 
 
 def test_idf_counts_the_chunks_holding_each_word() -> None:
