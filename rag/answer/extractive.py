@@ -337,10 +337,13 @@ def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c
     return Draft(quotes)
 
 
-# Numbers that are not figures the sentence states: a citation ("(Kocetkov et al., 2022)", "[5,6,7]") and a
-# list marker opening the sentence ("1) Predefined spans: ..."). A full text has them in most sentences.
+# Numbers that are not figures the sentence states: a citation ("(Kocetkov et al., 2022)", "[5,6,7]"), a list
+# marker opening the sentence ("1) Predefined spans: ...") and a pointer to a part of the paper ("Section 4",
+# "Table 2", "Eq. (3)"). A full text has them in most sentences.
 _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)\d\d[a-z]?(?:[;,][^()]*)?\)"
-                            r"|\[\d+(?:\s*[,–-]\s*\d+)*\]|^\(?\d{1,2}[.)]\s")
+                            r"|\[\d+(?:\s*[,–-]\s*\d+)*\]|^\(?\d{1,2}[.)]\s"
+                            r"|\b(?:Sections?|Sec\.|Tables?|Tab\.|Figures?|Figs?\.|Eqs?\.|Equations?|Appendix|Algorithm"
+                            r"|Lines?|§)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?(?:\s*(?:and|,|–|-)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?)*")
 
 
 def figures(sentence: str) -> frozenset[str]:
