@@ -64,7 +64,8 @@ _THANKS_RE = re.compile(r"^(?:\d+\.?\s+)?acknowledge?ments?\b", re.IGNORECASE)
 # A footnote about the authors (who to write to, who contributed equally, where the work was done) states
 # nothing the paper found; the phrases are the ones author notes are written in.
 _AUTHOR_NOTE_RE = re.compile(r"\b(?:correspond(?:ence|ing)|equal(?:ly)? contribut\w*|contributed equally"
-                             r"|work (?:was )?(?:done|performed|conducted)|e-?mail)\b", re.IGNORECASE)
+                             r"|work (?:was )?(?:done|performed|conducted)|e-?mail)\b"
+                             r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\}\s*@[\w-]+", re.IGNORECASE)
 
 
 @dataclass
@@ -737,7 +738,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
         if b.kind in ("body", "footnote", "caption") and (len(text.split()) < 3 or _letters(text) < 0.6):
             b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
             continue
-        if b.kind == "footnote" and (_EMAIL_RE.search(text) or _AUTHOR_NOTE_RE.search(text)):
+        if b.kind == "footnote" and _AUTHOR_NOTE_RE.search(text):
             b.kind = "author note"
             continue
         if b.kind in ("body", "footnote") and _THANKS_RE.match(b.section):
