@@ -338,12 +338,13 @@ def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c
 
 
 # Numbers that are not figures the sentence states: a citation ("(Kocetkov et al., 2022)", "[5,6,7]"), a list
-# marker opening the sentence ("1) Predefined spans: ...") and a pointer to a part of the paper ("Section 4",
-# "Table 2", "Eq. (3)"). A full text has them in most sentences.
+# marker opening the sentence ("1) Predefined spans: ..."), a pointer to a part of the paper ("Section 4",
+# "Table 2", "Eq. (3)") and the number in a name joined to it by a hyphen. A full text has them in most sentences.
 _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)\d\d[a-z]?(?:[;,][^()]*)?\)"
                             r"|\[\d+(?:\s*[,–-]\s*\d+)*\]|^\(?\d{1,2}[.)]\s"
                             r"|\b(?:Sections?|Sec\.|Tables?|Tab\.|Figures?|Figs?\.|Eqs?\.|Equations?|Appendix|Algorithm"
-                            r"|Lines?|§)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?(?:\s*(?:and|,|–|-)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?)*")
+                            r"|Lines?|§)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?(?:\s*(?:and|,|–|-)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?)*"
+                            r"|\b[A-Za-z][A-Za-z]*(?:-\d[\w.]*)+")  # a name's number: "LLaMA-2-13B", "GPT-4"
 
 
 def figures(sentence: str) -> frozenset[str]:

@@ -78,6 +78,7 @@ def test_citations_list_markers_and_pointers_are_not_figures() -> None:
     assert figures("1) Predefined Spans: we train the classifier on spans.") == frozenset()
     assert figures("We reproduced the networks [5,6,7] as in Section 4 and Table 2.") == frozenset()
     assert figures("The datastore has a size of 27GB (Smith 2020).") == {"27"}
+    assert figures("We map LLaMA-2-13B heads with GPT-4 prompts.") == frozenset()  # a name's number
 
 
 def test_device_numbers_are_names_however_common() -> None:
