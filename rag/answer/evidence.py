@@ -12,6 +12,12 @@ probability that the paper is relevant. Both were fitted by `eval/fit_evidence.p
 than a grid over hand weights: there are a dozen features, the outputs are probabilities (so "cite a paper
 when it is more likely relevant than not" is a decision rule, not one more threshold) and refitting on a
 user's own corpus takes seconds.
+
+A full text read from a PDF (a paper with a layout) is a run of sections, each scored like an abstract: a
+sentence's place ("first", "position") and the question's rare terms around it ("paper_rare") are taken in its
+section, where for an abstract they are taken in the abstract. Taken over a whole paper they say nothing
+(every paper holds every term somewhere) or the wrong thing (its last sentences are appendices, not results).
+Fragments the extraction leaves between sentences (list markers, pieces of formulas) are not candidates.
 """
 
 from __future__ import annotations
