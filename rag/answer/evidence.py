@@ -12,10 +12,17 @@ probability that the paper is relevant. Both were fitted by `eval/fit_evidence.p
 than a grid over hand weights: there are a dozen features, the outputs are probabilities (so "cite a paper
 when it is more likely relevant than not" is a decision rule, not one more threshold) and refitting on a
 user's own corpus takes seconds.
+
+A full text read from a PDF (a paper with a layout) is a run of sections, each scored like an abstract: a
+sentence's place ("first", "position") and the question's rare terms around it ("paper_rare") are taken in its
+section, where for an abstract they are taken in the abstract. Taken over a whole paper they say nothing
+(every paper holds every term somewhere) or the wrong thing (its last sentences are appendices, not results).
+Fragments the extraction leaves between sentences (list markers, pieces of formulas) are not candidates.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
@@ -29,6 +36,7 @@ from typing import Any
 
 from rag.answer import fitted
 from rag.corpus.labels import initials_match
+from rag.corpus.sections import parse_layout
 from rag.text import sentences_of, stem, term_stems, terms
 
 
@@ -245,7 +253,7 @@ class Candidate:
 
     paper: Any            # rag.answer.retrieve.PaperHit
     rank: int             # the paper's retrieval rank, 0 = first
-    index: int            # the sentence's position in its abstract
+    index: int            # the sentence's position in its abstract (or full text)
     sentence: str
     features: dict[str, float]
     prob: float = 0.0
@@ -311,6 +319,57 @@ def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | 
     return out
 
 
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")
+PROSE_WORDS = 3  # a statement has a subject, a verb and what it says: fewer words is a list marker or a formula
+
+
+def prose(sentence: str) -> bool:
+    """Does a sentence read as a statement? A full text's extraction leaves list markers ("2."), pieces of
+    formulas ("R to obtain q 2 R .") and table rows between its sentences: they share no word with a question,
+    yet their rare tokens (digits, symbols) make them look specific. Evidence is a statement: at least
+    PROSE_WORDS words of two letters or more, and letters for at least half of its characters."""
+    if len(_WORD_RE.findall(sentence)) < PROSE_WORDS:
+        return False
+    visible = [ch for ch in sentence if not ch.isspace()]
+    return sum(ch.isalpha() for ch in visible) >= 0.5 * len(visible)
+
+
+@lru_cache(maxsize=256)
+def _layout_marks(layout: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Where each layout segment starts, and its section's number: a section running over a page break is
+    two segments of one section."""
+    marks = parse_layout(layout)
+    ids: list[int] = []
+    for i, (_o, _p, section) in enumerate(marks):
+        ids.append(ids[-1] if i and section == marks[i - 1][2] else len(ids) and ids[-1] + 1)
+    return tuple(o for o, _p, _s in marks), tuple(ids)
+
+
+def chunk_sections(paper: Any) -> list[int]:
+    """The section each of a paper's chunks is in; all 0 for a paper without a layout (an
+    abstract is one section). Chunks never cross a segment (rag/index/chunking.py), so each chunk's start,
+    found in the paper's text after the previous chunk's, places it."""
+    marks, ids = _layout_marks(getattr(paper, "layout", "") or "")
+    if len(marks) <= 1:
+        return [0] * len(paper.chunks)
+    text = paper.text
+    out, at = [], 0
+    for chunk in paper.chunks:
+        head = chunk.text[:40]
+        found = text.find(head, at)
+        if found < 0:
+            found = text.find(head)
+        if found >= 0:
+            at = found
+        out.append(ids[max(0, bisect.bisect_right(marks, at) - 1)])
+    return out
+
+
+def _sentence_sections(paper: Any, sections: list[int]) -> list[int]:
+    """The section of each sentence `_sentences_of` returns for a paper (its chunk's)."""
+    return [sec for chunk, sec in zip(paper.chunks, sections) for _ in sentences_of(chunk.text)]
+
+
 def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: QuestionTerms,
                constants: Constants | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
                query_vector: Sequence[float] | None = None) -> list[Candidate]:
@@ -330,31 +389,49 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     total_idf = sum(qt.idf.values()) or 1.0
     rare_total = sum(qt.idf[w] for w in rare_terms) or 1.0
     top_score = max((p.score for p in papers), default=1.0) or 1.0
+    # A full text read with its layout is a run of sections, each like an abstract: the features that place a
+    # sentence in its paper (first, position, the question's rare terms in its paper) are taken in its section,
+    # since a whole paper holds every term and its last pages are appendices, not results. A paper without a
+    # layout is one section, so abstracts score as they were fitted (on SciFact abstracts).
     raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
+    section_of: list[tuple[str, int]] = []
+    order: list[int] = []  # each sentence's position in its paper (quotes of a paper are shown in this order)
     for rank, p in enumerate(papers):
-        for j, (s, cos) in enumerate(_sentences_of(p, embed, qvec)):
+        start = len(order)
+        sections = chunk_sections(p)
+        in_section: dict[int, int] = {}
+        for (s, cos), sec in zip(_sentences_of(p, embed, qvec), _sentence_sections(p, sections)):
+            if not prose(s):
+                continue
+            j = in_section.get(sec, 0)
+            in_section[sec] = j + 1
             raw.append((p, rank, j, s, cos, sentence_stems(s)))
+            section_of.append((p.paper_id, sec))
+            order.append(len(order) - start)
     if not raw:
         return []
     avgdl = sum(len(r[5]) for r in raw) / len(raw) or 1.0
-    n_of_paper: dict[str, int] = {}
-    for r in raw:
-        n_of_paper[r[0].paper_id] = n_of_paper.get(r[0].paper_id, 0) + 1
+    n_of_paper: dict[tuple[str, int], int] = {}
+    for key in section_of:
+        n_of_paper[key] = n_of_paper.get(key, 0) + 1
+    layered = {p.paper_id for p in papers if len(_layout_marks(getattr(p, "layout", "") or "")[0]) > 1}
     label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
     # Rare question terms present anywhere in a paper (its text and label). A paper holding all of its chunks
     # has its text's terms in its sentences' (chunks split at whitespace), which are stemmed already.
     sets = [frozenset(r[5]) for r in raw]
     hits = [sset & qset for sset in sets]  # the question's terms in each sentence
     rare_q = set(qt.rare)
-    in_paper: dict[str, set[str]] = {}  # the rare question terms in the sentences of papers held whole
-    for r, hit in zip(raw, hits):
-        if getattr(r[0], "complete", False):
-            in_paper.setdefault(r[0].paper_id, set()).update(hit & rare_q)
-    paper_rare: dict[str, float] = {}
+    in_paper: dict[tuple[str, int], set[str]] = {}  # the rare question terms in the sentences of papers held whole
+    for r, hit, key in zip(raw, hits, section_of):
+        if getattr(r[0], "complete", False) or r[0].paper_id in layered:
+            in_paper.setdefault(key, set()).update(hit & rare_q)
+    paper_rare: dict[tuple[str, int], float] = {}
     for p in papers:
-        text = in_paper[p.paper_id] if p.paper_id in in_paper else set(sentence_stems(p.text))
-        have = text | label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
-        paper_rare[p.paper_id] = sum(qt.idf[w] for w in rare_terms if w in have) / rare_total
+        named = label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
+        for key in dict.fromkeys(k for k in section_of if k[0] == p.paper_id):
+            text = in_paper[key] if key in in_paper else set() if p.paper_id in layered \
+                else set(sentence_stems(p.text))
+            paper_rare[key] = sum(qt.idf[w] for w in rare_terms if w in text | named) / rare_total
     rarity = vocab.rarities()
     unseen_rarity = vocab.unseen_rarity
     max_cos = max(r[4] for r in raw)
@@ -363,12 +440,12 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     # answer is sometimes the naming sentence, sometimes the next one, and sometimes neither.
     # Asked what limitation or problem a named paper points out: abstracts state the problem before they name
     # their method, so "before the naming sentence" and "early in the abstract" are features too (fitted).
-    intro: dict[str, int] = {}
+    intro: dict[tuple[str, int], int] = {}
     if qt.asks_contribution or qt.asks_limitation:
-        for r in raw:
+        for r, key in zip(raw, section_of):
             name = qt.focus_names.get(r[0].paper_id, "")
-            if name and r[0].paper_id not in intro and _names(r[3], name):
-                intro[r[0].paper_id] = r[2]
+            if name and key not in intro and _names(r[3], name):
+                intro[key] = r[2]
     q_idf = [(w, qt.idf[w]) for w in q_terms]
     k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
     bm25s_: list[float] = []
@@ -386,7 +463,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     rare_idf = [(w, qt.idf[w]) for w in rare_terms]
     label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
     out: list[Candidate] = []
-    for r, bm, hit in zip(raw, bm25s_, hits):
+    for r, bm, hit, key, at in zip(raw, bm25s_, hits, section_of, order):
         p, rank, j, s, cos, st = r
         present = hit | label_q[p.paper_id]
         overlap = sum(v for w, v in q_idf if w in present) / total_idf if present else 0.0
@@ -400,22 +477,22 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
                 total -= k * rarity.get(w, unseen_rarity)
                 count -= k
         name = qt.focus_names.get(p.paper_id, "")
-        n = n_of_paper[p.paper_id]
+        n = n_of_paper[key]
         f = {
             "cosine": cos, "cosine_gap": cos - max_cos, "bm25": bm, "bm25_rel": bm / max_bm25,
-            "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[p.paper_id],
+            "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[key],
             "paper_rank": 1.0 / (1 + rank), "paper_score": p.score / top_score,
             "first": 1.0 if j == 0 else 0.0, "position": j / (n - 1) if n > 1 else 0.0,
             "specificity": total / count if count else 0.0,
             "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
             "defines_asked": 1.0 if qt.asks_definition and name and defines(s, name) else 0.0,
             "unseen": qt.unseen,
-            "introduces_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j else 0.0,
-            "after_intro_asked": 1.0 if qt.asks_contribution and intro.get(p.paper_id, -2) == j - 1 else 0.0,
-            "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(p.paper_id, -1) else 0.0,
+            "introduces_asked": 1.0 if qt.asks_contribution and intro.get(key, -2) == j else 0.0,
+            "after_intro_asked": 1.0 if qt.asks_contribution and intro.get(key, -2) == j - 1 else 0.0,
+            "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(key, -1) else 0.0,
             "early_limitation": (1.0 - (j / (n - 1) if n > 1 else 0.0)) if qt.asks_limitation else 0.0,
         }
-        out.append(Candidate(p, rank, j, s, f))
+        out.append(Candidate(p, rank, at, s, f))
     _score(out, c)
     return out
 

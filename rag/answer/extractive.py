@@ -104,8 +104,14 @@ def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str
     label_n = _norm(label)
     asked = {_norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}  # the question's own words
     sentence = _drop_definitions(sentence)
-    for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", sentence)[1:]:
-        if _norm(w) in (label_n, *asked) or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
+    for w in re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", sentence)[1:]:
+        if _norm(w) in (label_n, *asked):
+            continue
+        # A model or device number ("V100", "A6000", "2080Ti") is a name however many papers use it: full texts
+        # mention the same hardware and baselines, which makes them shared vocabulary by paper counts.
+        if re.fullmatch(r"[A-Z]+-?\d[\w.-]*|\d{3,}[A-Z][a-z]?", w):
+            return True
+        if w[0].isdigit() or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
             continue
         if is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w):
             return True
@@ -357,13 +363,33 @@ def _cited(info: QuestionInfo, cands: list[Candidate], papers: list[PaperHit], c
     return Draft(quotes)
 
 
+# Numbers that are not figures the sentence states: a citation ("(Kocetkov et al., 2022)", "[5,6,7]"), a list
+# marker opening the sentence ("1) Predefined spans: ..."), a pointer to a part of the paper ("Section 4",
+# "Table 2", "Eq. (3)") and the number in a name joined to it by a hyphen. A full text has them in most sentences.
+_NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)\d\d[a-z]?(?:[;,][^()]*)?\)"
+                            r"|\[\d+(?:\s*[,–-]\s*\d+)*\]|^\(?\d{1,2}[.)]\s"
+                            r"|\b(?:Sections?|Sec\.|Tables?|Tab\.|Figures?|Figs?\.|Eqs?\.|Equations?|Appendix|Algorithm"
+                            r"|Lines?|§)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?(?:\s*(?:and|,|–|-)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?)*"
+                            r"|\b[A-Za-z][A-Za-z]*(?:-\d[\w.]*)+")  # a name's number: "LLaMA-2-13B", "GPT-4"
+
+
+def figures(sentence: str) -> frozenset[str]:
+    """The numbers a sentence states, citations and list markers left out."""
+    return numbers(_NOT_FIGURE_RE.sub(" ", sentence))
+
+
 def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], c: Constants) -> Draft:
     """A number is asked for: only a sentence that gives one (for the thing asked about) can answer."""
-    with_numbers = [x for x in cands if numbers(x.sentence)]
+    with_numbers = [x for x in cands if figures(x.sentence)]
     asked = info.units or (info.content - focus_terms)
     if asked:
         with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))
                         or any(_spells_out(x.sentence, a) for a in info.unit_acronyms)]
+    if len(info.units) > 1:
+        # "How many different speakers": a figure stated with every word of the asked quantity is of that
+        # quantity; one stated with a part of it ("differ in ...") is of something else.
+        whole = [x for x in with_numbers if info.units <= stems(x.sentence) | stems(x.paper.label)]
+        with_numbers = whole or with_numbers
     what = " ".join(sorted(info.units)) if info.units else "what was asked"
     if not with_numbers:
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"

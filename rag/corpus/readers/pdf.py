@@ -61,6 +61,11 @@ _VENUE_RE = re.compile(r"\b(?:proceedings|conference|workshop|symposium|transact
 _LOOSE_ACCENT_RE = re.compile(r"\s?([\u0300-\u036f])([^\W\d_])")
 _CID_RE = re.compile(r"\(cid:\d+\)")
 _THANKS_RE = re.compile(r"^(?:\d+\.?\s+)?acknowledge?ments?\b", re.IGNORECASE)
+# A footnote about the authors (who to write to, who contributed equally, where the work was done) states
+# nothing the paper found; the phrases are the ones author notes are written in.
+_AUTHOR_NOTE_RE = re.compile(r"\b(?:correspond(?:ence|ing)|equal(?:ly)? contribut\w*|contributed equally"
+                             r"|work (?:was )?(?:done|performed|conducted)|e-?mail)\b"
+                             r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\}\s*@[\w-]+", re.IGNORECASE)
 
 
 @dataclass
@@ -732,6 +737,9 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             continue
         if b.kind in ("body", "footnote", "caption") and (len(text.split()) < 3 or _letters(text) < 0.6):
             b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
+            continue
+        if b.kind == "footnote" and _AUTHOR_NOTE_RE.search(text):
+            b.kind = "author note"
             continue
         if b.kind in ("body", "footnote") and _THANKS_RE.match(b.section):
             b.kind = "acknowledgements"  # funding and thanks state no finding of the paper

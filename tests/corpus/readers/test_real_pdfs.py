@@ -92,3 +92,19 @@ def test_hard_spots_named_in_the_readme(papers: list) -> None:
     assert "state-of-the-art" in deramo and "stateof" not in deramo  # a compound broken at a line end
     rest = by_file["he-2024-rest.pdf"]
     assert rest.abstract.endswith("https://github.com/FasterDecoding/REST.")  # a URL broken at a line end
+
+
+def test_author_notes_are_not_in_the_text(papers: list) -> None:
+    """Footnotes about the authors (an e-mail address, equal contribution, where the work was done) state no
+    finding: they are read as author notes, kept out of the text answers quote; other footnotes stay."""
+    by_file = {t["file"]: p for t, p in papers}
+    for t, p in papers:
+        text = " ".join(s for _pg, _h, s in p.sections)
+        assert not re.search(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", text), t["file"]
+    rest = " ".join(s for _pg, _h, s in by_file["he-2024-rest.pdf"].sections)
+    assert "contributed equally" not in rest
+    kania = by_file["kania-2023-blendfields.pdf"]
+    assert "Work done" not in " ".join(s for _pg, _h, s in kania.sections)
+    assert "larger neighborhood sizes" in " ".join(s for _pg, _h, s in kania.sections).lower()
+    assert any(k == "author note" for _pg, k, _s, _x in kania.blocks)
+    assert any(k == "footnote" for _pg, k, _s, _x in kania.blocks)
