@@ -24,7 +24,7 @@ from rag.settings import Settings
 from rag.index.chunking import SectionChunks, WholeSentenceChunker
 from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
 from rag.index.paper_level import heading
-from rag.index.snapshot import probe_ids
+from rag.index.snapshot import Written, probe_ids
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, writer_lock
 from rag.index.versions import (committed_index, ensure_local_index, publish_full_index, remove_other_versions,
                                 update_local_index)
@@ -201,6 +201,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
                 else:
                     report.unchanged -= 1
 
+    written = Written()  # the chunks written below, handed to the local index instead of read back
     if report.removed:
         store.delete_papers(report.removed)
     if relocate:
@@ -210,7 +211,8 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
             t = time.perf_counter()
             embedder = ingest_embedder_for(settings)
             report.phases["load_model_s"] = time.perf_counter() - t
-        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress, report)
+        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress, report,
+                                                  written)
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
 
@@ -219,7 +221,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         if report.changed and not repairing:  # only the touched papers' chunks are read back
             update_local_index(settings, store, previous_version,
                                set(report.added) | set(report.reembedded) | set(report.removed),
-                               set(report.relocated), version=target, previous=previous)
+                               set(report.relocated), version=target, previous=previous, written=written)
         else:
             publish_full_index(settings, store, target)
         store.commit(target)
@@ -259,7 +261,8 @@ def _mean_vector(vectors: list[list[float]]) -> list[float]:
 
 
 def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embedder: BaseEmbedding,
-                     chunking: str, progress: bool | None, report: IngestReport | None = None) -> int:
+                     chunking: str, progress: bool | None, report: IngestReport | None = None,
+                     written: Written | None = None) -> int:
     """Chunk, embed and store papers in batches: old chunks out, new chunks in, then catalog records.
 
     Embedding runs on a worker thread (onnxruntime and torch release the GIL while they compute) while this
@@ -323,7 +326,7 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
         try:
             while (item := handed.get()) is not None:
                 batch, nodes, vectors = item
-                embedded += _write_batch(store, batch, nodes, vectors, chunking, phases)
+                embedded += _write_batch(store, batch, nodes, vectors, chunking, phases, written)
                 committed += len(batch)
         finally:
             stop.set()  # on an error here, the worker stops too
@@ -381,8 +384,11 @@ def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int
 
 
 def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vectors: object, chunking: str,
-                 phases: dict[str, float]) -> int:
-    """Replace the batch's papers in the store: old chunks out, new chunks in, catalog records last."""
+                 phases: dict[str, float], written: Written | None = None) -> int:
+    """Replace the batch's papers in the store: old chunks out, new chunks in, catalog records last; the chunks
+    as the store holds them are added to `written`."""
+    from llama_index.core.schema import MetadataMode
+
     t = time.perf_counter()
     store.delete_chunks_of([p.paper_id for p in batch])
     by_paper: dict[str, list[list[float]]] = {}
@@ -391,6 +397,10 @@ def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vector
         by_paper.setdefault(n.metadata["paper_id"], []).append(n.embedding)
     for i in range(0, len(nodes), ROWS_PER_WRITE):
         store.vector_store.add(nodes[i:i + ROWS_PER_WRITE])
+    if written is not None:  # what read_chunks would read back: ChromaVectorStore stores the text, metadata as is
+        written.add([n.node_id for n in nodes], [str(n.metadata.get("paper_id", "")) for n in nodes],
+                    [n.get_content(metadata_mode=MetadataMode.NONE) or "" for n in nodes],
+                    [str(n.metadata.get("heading") or n.metadata.get("label", "")) for n in nodes], vectors)
     phases["write_chunks_s"] += time.perf_counter() - t
     t = time.perf_counter()
     store.write_catalog([_entry(p, len(by_paper[p.paper_id]), chunking) for p in batch],

@@ -26,7 +26,7 @@ from typing import Any
 
 from rag.index.bm25 import load_bm25, save_bm25
 from rag.index.paper_level import PaperLevel
-from rag.index.snapshot import LocalIndex, build_local_index, drop_spill, updated_local_index
+from rag.index.snapshot import LocalIndex, Written, build_local_index, drop_spill, updated_local_index
 from rag.index.store import CatalogEntry, Store, write_point
 from rag.settings import Settings
 from rag.text import prime_word_stems
@@ -245,10 +245,11 @@ def committed_index(settings: Settings, store: Store) -> LocalIndex | None:
 
 
 def update_local_index(settings: Settings, store: Store, previous_version: str, touched: set[str],
-                       moved: set[str], version: str | None = None, previous: LocalIndex | None = None) -> None:
+                       moved: set[str], version: str | None = None, previous: LocalIndex | None = None,
+                       written: Written | None = None) -> None:
     """After an ingest that changed the store: derive the index of `version` (default: the store's) from the
     previous version's (`previous` when the caller has it loaded; see updated_local_index), or build it from
-    scratch when there is none to start from."""
+    scratch when there is none to start from; `written`: the chunks the ingest wrote, so they are not read back."""
     version = version or store.version
     old = index_dir(settings, previous_version) if previous_version else None
     if previous is None and old is not None and old.exists():
@@ -257,9 +258,9 @@ def update_local_index(settings: Settings, store: Store, previous_version: str, 
         except Exception:  # a damaged index is rebuilt, never trusted
             previous = None
     if previous is None:
-        publish_full_index(settings, store, version)
+        publish_full_index(settings, store, version, written)
         return
-    index = updated_local_index(previous, store, touched, moved)
+    index = updated_local_index(previous, store, touched, moved, written)
     if index is not None:
         path = index_dir(settings, version)
         published = _publish(settings, path, index, replace=True)
@@ -268,10 +269,11 @@ def update_local_index(settings: Settings, store: Store, previous_version: str, 
             _remember(path, index)
 
 
-def publish_full_index(settings: Settings, store: Store, version: str) -> LocalIndex | None:
-    """Build the index from everything in the store and save it as `version`'s (before that version is
-    committed: readers switch to it only at the commit)."""
-    index = build_local_index(store)
+def publish_full_index(settings: Settings, store: Store, version: str, written: Written | None = None
+                       ) -> LocalIndex | None:
+    """Build the index from everything in the store (from `written` when an ingest just wrote all of it) and
+    save it as `version`'s (before that version is committed: readers switch to it only at the commit)."""
+    index = build_local_index(store, written)
     if index is not None and _publish(settings, index_dir(settings, version), index, replace=True):
         _remember(index_dir(settings, version), index)
     return index
