@@ -16,7 +16,9 @@ import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -27,7 +29,7 @@ from rag import prompts
 from rag.service import Conversation
 from rag.answer.question import clean_question
 from rag.corpus.references import to_bibtex
-from rag.corpus.sections import place, where_of
+from rag.corpus.sections import abstract_of, place, where_of
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
 from rag.schema import Answer, Citation, record
@@ -47,6 +49,7 @@ EXAMPLES = [
 _HERE = Path(__file__).resolve().parent
 CSS = (_HERE / "app.css").read_text(encoding="utf-8")
 JS = (_HERE / "app.js").read_text(encoding="utf-8")
+VERSION_WAIT_S = 3.0  # after an upload, how long to wait for the retriever to load the new index version
 UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there and ingested like any corpus path
 
 # Characters HTML or Markdown give a meaning to, as numeric entities: paper text can never become a tag, a link,
@@ -77,6 +80,35 @@ def safe_url(url: str) -> str:
     return u if parsed.scheme in ("http", "https") and parsed.netloc and not re.search(r"\s", u) else ""
 
 
+FIRST_WORDS = 8  # words of the abstract that name an untitled paper in the scope picker
+
+
+def first_words(text: str, n: int = FIRST_WORDS) -> str:
+    """The opening words of an abstract, to tell apart papers that have no title."""
+    words = (text or "").split()
+    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+
+
+def choice_label(e: CatalogEntry) -> str:
+    """A paper as the scope picker lists it: its label and its title, or the first words of its abstract."""
+    title = getattr(e, "title", "") or ""
+    if title and title != e.label:
+        return f"{e.label} — {title}"
+    opening = first_words(abstract_of(e.text, getattr(e, "layout", "") or ""))
+    return f"{e.label} — {opening}" if opening else e.label
+
+
+@dataclass
+class Catalog:
+    """The indexed papers of one index version, and that version's key (what a session last drew)."""
+
+    version: str
+    papers: list[CatalogEntry]
+
+    def choices(self) -> list[tuple[str, str]]:
+        return [(choice_label(e), e.paper_id) for e in self.papers]
+
+
 class Backend:
     """The shared assistant (opened on first use, so the UI starts and says why even without an index) and what
     the UI's sessions share besides it."""
@@ -85,19 +117,37 @@ class Backend:
         self.settings = settings
         self.holder = AssistantHolder(settings, assistant)
         self.ingest_lock = threading.Lock()  # one upload ingest at a time per process
+        self._catalog_lock = threading.Lock()
+        self._catalog: Catalog | None = None
+        self._catalog_index: object = None  # the local index version the catalog was read from
+        self._versions = 0
 
     def assistant(self) -> Assistant:
         return self.holder.get()
 
-    def papers(self) -> list[CatalogEntry]:
+    def catalog(self) -> Catalog:
+        """The papers of the index version questions are answered from now, read once per version.
+
+        Every session's header, scope picker and Papers table are drawn from this, so a paper uploaded in one
+        browser shows in every other one (and after a reload), not only in the tab that uploaded it.
+        """
         try:
-            return self.assistant().papers()
+            assistant = self.assistant()
+            index = assistant.retriever.local_index
         except PapersError:
-            return []
+            return Catalog("none", [])
+        with self._catalog_lock:
+            if self._catalog is None or self._catalog_index is not index:
+                self._versions += 1
+                self._catalog = Catalog(str(self._versions), assistant.papers())
+                self._catalog_index = index
+            return self._catalog
+
+    def papers(self) -> list[CatalogEntry]:
+        return self.catalog().papers
 
     def paper_choices(self) -> list[tuple[str, str]]:
-        return [(f"{e.label} — {e.title}" if getattr(e, "title", "") and e.title != e.label else
-                 f"{e.label} — {e.source.rsplit('/', 1)[-1]}#{e.position}", e.paper_id) for e in self.papers()]
+        return self.catalog().choices()
 
     def entries(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
         try:
@@ -381,6 +431,20 @@ def scope_banner(scope: list[str] | None, backend: Backend) -> str:
             f"{n} selected paper{'s' if n != 1 else ''} {names}</div>")
 
 
+def search_papers(entries: list[CatalogEntry], query: str) -> list[CatalogEntry]:
+    """The papers whose label, title, authors, year, venue, id or abstract hold every word of the query."""
+    words = (query or "").casefold().split()
+    if not words:
+        return entries
+    out = []
+    for e in entries:
+        meta = paper_meta(e)
+        hay = " ".join([e.label, e.paper_id, *meta.values(), e.text]).casefold()
+        if all(w in hay for w in words):
+            out.append(e)
+    return out
+
+
 def paper_rows(entries: list[CatalogEntry]) -> list[list[Any]]:
     return [[e.label, paper_meta(e)["title"], paper_meta(e)["authors"], paper_meta(e)["year"],
              paper_meta(e)["venue"], e.paper_id] for e in entries]
@@ -499,11 +563,11 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             return f"<p>{esc(_friendly(err))}</p>"
         return paper_card(e)
 
-    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, ...]:
+    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> Any:
         """Copy the dropped files under the data dir and ingest them; new papers are answerable at once
         (the retriever follows the store version)."""
         if not files:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         from rag.index.ingest import ingest
 
         dest = Path(settings.data_dir) / UPLOAD_DIR
@@ -518,15 +582,31 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                     continue
                 shutil.copyfile(str(f), dest / name)
             progress(0.05, desc="Reading and embedding")
+            before = backend.catalog().version
+            report_changed = False
             try:
                 report = ingest(settings, [dest], progress=True)
                 lines += ingest_lines(report)
+                report_changed = bool(report.added or report.reembedded or report.relocated or report.removed)
             except PapersError as e:
                 lines.append(f"error: {e}")
-        log_html = "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
-        papers = backend.papers()
-        return (log_html, gr.update(value=paper_rows(papers)), gr.update(choices=backend.paper_choices()),
-                header_text(len(papers)))
+            if report_changed:  # wait for the retriever to load the new version (it checks every few seconds)
+                deadline = time.monotonic() + VERSION_WAIT_S
+                while backend.catalog().version == before and time.monotonic() < deadline:
+                    time.sleep(0.2)
+        return "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
+
+    def sync(seen: str, query: str) -> tuple[Any, ...]:
+        """Redraw what depends on the index (header, scope choices, Papers table) when its version changed
+        since this session last drew it: on page load, on tab changes, after each question and upload."""
+        cat = backend.catalog()
+        if cat.version == seen:
+            return gr.skip(), gr.skip(), gr.skip(), seen
+        return (header_text(len(cat.papers)), gr.update(choices=cat.choices()),
+                gr.update(value=paper_rows(search_papers(cat.papers, query))), cat.version)
+
+    def filter_papers(query: str) -> Any:
+        return gr.update(value=paper_rows(search_papers(backend.papers(), query)))
 
     def header_text(count: int) -> str:
         return (f"## Paper Q&A\n{count} papers indexed. Every answer cites its papers (click a citation to see "
@@ -553,7 +633,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         header = gr.Markdown(header_text(len(papers)))
         conversation = gr.State(None)
         shown = gr.State([])
-        with gr.Tab("Ask"):
+        seen = gr.State("")  # the index version this session's header, scope and Papers table show
+        with gr.Tab("Ask") as ask_tab:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
                     with gr.Row(equal_height=False):
@@ -592,20 +673,28 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                 lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
                 lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
             lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
-        with gr.Tab("Papers"):
+        with gr.Tab("Papers") as papers_tab:
             upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
                                  file_count="multiple", type="filepath", elem_id="upload")
             upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
-            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False,
-                                 show_search="search", wrap=True, elem_id="paper-table")
+            paper_query = gr.Textbox(label="Search papers", placeholder="Words from a title, author or abstract",
+                                     elem_id="paper-search", max_lines=1)
+            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False, wrap=True,
+                                 elem_id="paper-table")
             paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
 
         inputs = [box, chatbot, conversation, shown, mode, k, scope]
         outputs = [chatbot, evidence, status, conversation, shown, box]
-        box.submit(respond, inputs, outputs, api_visibility="undocumented")
-        send.click(respond, inputs, outputs, api_visibility="undocumented")
+        synced = dict(fn=sync, inputs=[seen, paper_query], outputs=[header, scope, table, seen],
+                      api_visibility="undocumented")
+        box.submit(respond, inputs, outputs, api_visibility="undocumented").then(**synced)
+        send.click(respond, inputs, outputs, api_visibility="undocumented").then(**synced)
         chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
-            respond, inputs, outputs, api_visibility="undocumented")
+            respond, inputs, outputs, api_visibility="undocumented").then(**synced)
+        ask_tab.select(**synced)
+        papers_tab.select(**synced)
+        demo.load(**synced)
+        paper_query.change(filter_papers, paper_query, table, api_visibility="undocumented")
         reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope]
         reset_btn.click(reset, None, reset_outputs, api_visibility="undocumented")
         chatbot.clear(reset, None, reset_outputs, api_visibility="undocumented")
@@ -614,7 +703,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         query.submit(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         lookup_btn.click(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         table.select(show_paper, None, paper_view, api_visibility="undocumented")
-        upload_box.upload(upload, upload_box, [upload_log, table, scope, header], api_visibility="undocumented")
+        upload_box.upload(upload, upload_box, upload_log, api_visibility="undocumented").then(**synced)
         demo.load(None, None, None, js=JS)
         gr.api(ask, api_name="ask")
         gr.api(cite, api_name="lookup")

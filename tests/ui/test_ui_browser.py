@@ -292,7 +292,7 @@ def test_latex_and_cjk_show_sensibly(page) -> None:  # noqa: ANN001
 
     page.get_by_role("tab", name="Papers").click()  # the table is searchable, by title too
     table = page.locator("#paper-table")
-    table.locator("input").first.fill("中文基准")
+    page.locator("#paper-search textarea, #paper-search input").first.fill("中文基准")
     page.wait_for_function("!document.querySelector('#paper-table').innerText.includes('RecMem')", timeout=WAIT)
     assert "HanziBench" in table.inner_text() and "BeaconNet" not in table.inner_text()
 
@@ -382,7 +382,7 @@ def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_p
     assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "163 papers indexed" in text
     assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
     table = page.locator("#paper-table")
-    table.locator("input").first.fill("QuillNet")
+    page.locator("#paper-search textarea, #paper-search input").first.fill("QuillNet")
     page.wait_for_function("document.querySelector('#paper-table').innerText.includes('QuillNet: handwriting')",
                            timeout=WAIT)
     page.screenshot(path=str(ARTIFACTS / "ui-upload.png"))
