@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import shutil
 import threading
@@ -37,6 +38,7 @@ from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
 from rag.text import split_sentences
 from ui.login import LoginGuard
+from ui.strength import Strength, Strengths
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,7 @@ class Backend:
         self._catalog: Catalog | None = None
         self._catalog_index: object = None  # the local index version the catalog was read from
         self._versions = 0
+        self._strengths = Strengths()
 
     def assistant(self) -> Assistant:
         return self.holder.get()
@@ -145,6 +148,21 @@ class Backend:
 
     def papers(self) -> list[CatalogEntry]:
         return self.catalog().papers
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The folders papers are read from (the corpus paths and the upload folder), as absolute paths."""
+        paths = [*self.settings.corpus_paths, Path(self.settings.data_dir) / UPLOAD_DIR]
+        return tuple(Path(os.path.abspath(p)) for p in paths)
+
+    def strengths(self, a: Answer) -> dict[str, Strength]:
+        """How strongly each paper the answer retrieved carries what was searched ({} without an index)."""
+        try:
+            assistant = self.assistant()
+        except PapersError:
+            return {}
+        ids = [r.paper_id for r in a.retrieved] or [c.paper_id for c in a.citations]
+        return self._strengths.of(assistant, self.catalog().version, a.rewritten or a.question, ids)
 
     def paper_choices(self) -> list[tuple[str, str]]:
         return self.catalog().choices()
@@ -190,17 +208,42 @@ def meta_line(meta: dict[str, str]) -> str:
     return f"<div class='meta paper-meta'>{' · '.join(parts)}</div>" if parts else ""
 
 
-def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "") -> str:
+def shown_source(source: str, roots: tuple[Path, ...] = ()) -> str:
+    """A paper's file as users see it: under the corpus (or upload) folder it was read from, never the server's
+    absolute path (a file outside every folder shows by its name)."""
+    path = Path(os.path.abspath(source or "."))
+    for root in roots:
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            continue
+        return root.name if rel == Path(".") else f"{root.name}/{rel.as_posix()}"
+    return path.name
+
+
+def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "",
+            roots: tuple[Path, ...] = ()) -> str:
     """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
     tail = (f" · {esc(page) if page.startswith('p.') else 'page ' + esc(page)}" if page else "") + (f" · {extra}" if extra else "")
-    return f"<div class='meta'>id {esc(paper_id)} · {esc(source)}#{position}{tail}</div>"
+    return f"<div class='meta'>id {esc(paper_id)} · {esc(shown_source(source, roots))}#{position}{tail}</div>"
 
 
-def reference_text(c: Citation, entry: CatalogEntry | None) -> str:
-    """One plain-text reference: authors (year). Title. Venue. Link — or the project's reference line."""
+def strength_badge(s: Strength | None) -> str:
+    """'evidence: strong' with a tooltip saying what it means ("" when the paper was not scored)."""
+    if s is None:
+        return ""
+    return (f"<span class='strength strength-{esc(s.word)}' title='{esc(s.tip())}' tabindex='0'>"
+            f"evidence: {esc(s.word)}</span>")
+
+
+def reference_text(c: Citation, entry: CatalogEntry | None, roots: tuple[Path, ...] = ()) -> str:
+    """One plain-text reference: authors (year). Title. Venue. Link — or the project's reference line (with the
+    file as users see it)."""
     meta = paper_meta(c, entry)
     if not (meta["title"] or meta["authors"]):
-        return c.reference or f"{c.label}. {c.source}#{c.position}"
+        where = shown_source(c.source, roots)
+        return c.reference.replace(c.source, where) if c.reference and c.source else (
+            c.reference or f"{c.label}. {where}#{c.position}")
     head = meta["authors"] + (f" ({meta['year']})" if meta["year"] else "")
     parts = [p for p in (head, meta["title"] or c.label, meta["venue"], paper_link(meta)) if p]
     return ". ".join(p.rstrip(".") for p in parts) + "."
@@ -290,11 +333,12 @@ def streaming_html(text: str) -> str:
     return f"<div class='answer streaming'><div class='answer-text'>{lines or '…'}</div></div>"
 
 
-def plain_answer(a: Answer, entries: dict[str, CatalogEntry], text: str | None = None) -> str:
+def plain_answer(a: Answer, entries: dict[str, CatalogEntry], text: str | None = None,
+                 roots: tuple[Path, ...] = ()) -> str:
     """What "Copy answer" gives: the answer as plain text, then a numbered reference list."""
     out = (a.answer if text is None else text).strip()
     if a.citations:
-        out += "\n\nReferences\n" + "\n".join(f"[{c.n}] {reference_text(c, entries.get(c.paper_id))}"
+        out += "\n\nReferences\n" + "\n".join(f"[{c.n}] {reference_text(c, entries.get(c.paper_id), roots)}"
                                                for c in a.citations)
     return out
 
@@ -305,7 +349,8 @@ EMPTY_EVIDENCE = ("<p class='status-line'>Evidence for an answer appears here. C
                   "[1] in any answer to see its paper and the quoted sentence.</p>")
 
 
-def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
+def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None, s: Strength | None = None,
+          roots: tuple[Path, ...] = ()) -> str:
     meta = paper_meta(c, entry)
     supporting = [s for s in c.quote.split(" … ") if s]
     supporting += [ch.evidence for ch in a.checks if ch.evidence and ch.evidence_n == c.n]
@@ -322,13 +367,17 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
              if meta["title"] and meta["title"] != c.label else "")
     return (f"<div class='evidence-card' id='ev-{turn}-{c.n}' data-turn='{turn}' data-n='{c.n}' "
             f"data-paper='{esc(c.paper_id)}'><div class='card-head'><span class='card-n'>[{c.n}]</span>"
-            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, place_shown)}"
+            f"{esc(c.label)}{title}{strength_badge(s)}</div>{meta_line(meta)}"
+            f"{id_line(c.paper_id, c.source, c.position, place_shown, roots=roots)}"
             f"<div class='abstract'>{abstract}</div></div>")
 
 
 def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active: bool,
-                  text: str | None = None) -> str:
-    """One answer's evidence: its cited papers, the uncited retrieved ones, copy and BibTeX buttons."""
+                  text: str | None = None, strengths: dict[str, Strength] | None = None,
+                  roots: tuple[Path, ...] = ()) -> str:
+    """One answer's evidence: its cited papers, the uncited retrieved ones (each opens its card), copy and
+    BibTeX buttons; each paper says how strongly it carries the question."""
+    strengths = strengths or {}
     cited = [entries.get(c.paper_id) for c in a.citations]
     bib = bibtex_for([e for e in cited if e is not None]) if a.citations else None
     tools = f"<button data-action='copy-answer' data-turn='{turn}'>Copy answer</button>"
@@ -342,7 +391,8 @@ def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active
         parts.append(f"<div class='unsupported'>⚠ Not supported by the cited sources: {esc(u['sentence'])} "
                      f"<em>({esc(u['reason'])})</em></div>")
     if a.citations:
-        parts.extend(_card(c, a, turn, entries.get(c.paper_id)) for c in a.citations)
+        parts.extend(_card(c, a, turn, entries.get(c.paper_id), strengths.get(c.paper_id), roots)
+                     for c in a.citations)
     else:
         parts.append("<p class='status-line'>No paper is cited for this answer.</p>")
     cited_ids = {c.paper_id for c in a.citations}
@@ -351,12 +401,17 @@ def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active
         head = "Closest papers" if a.abstained else "Also retrieved (not cited)"
         items = []
         for r in others:
-            title = paper_meta(entries.get(r.paper_id))["title"]
+            entry = entries.get(r.paper_id)
+            title = paper_meta(r, entry)["title"]
             t = f" — {esc(title)}" if title and title != r.label else ""
-            items.append(f"<li data-paper='{esc(r.paper_id)}'><b>{esc(r.label)}</b>{t} "
-                         f"<span class='meta'>score {r.score:.3f}</span></li>")
+            card = (paper_card(entry, roots) if entry is not None else
+                    f"<div class='meta'>{esc(shown_source(r.source, roots))}#{r.position}</div>")
+            items.append(f"<li data-paper='{esc(r.paper_id)}'><details class='retrieved-paper'><summary>"
+                         f"<b>{esc(r.label)}</b>{t} {strength_badge(strengths.get(r.paper_id))}</summary>"
+                         f"{card}</details></li>")
         parts.append(f"<div class='also-retrieved'><h4>{head}</h4><ul>{''.join(items)}</ul></div>")
-    parts.append(f"<textarea class='copy-source plain' readonly>{esc(plain_answer(a, entries, text))}</textarea>")
+    parts.append(f"<textarea class='copy-source plain' readonly>{esc(plain_answer(a, entries, text, roots))}"
+                 "</textarea>")
     if bib:
         parts.append(f"<textarea class='copy-source bibtex' readonly>{esc(bib)}</textarea>")
     parts.append("</div>")
@@ -375,7 +430,8 @@ def evidence_html(turns: list[tuple[Answer, str]], backend: Backend, active: int
     ids = [x.paper_id for a, _ in turns for x in (*a.citations, *a.retrieved)]
     entries = backend.entries(ids) if ids else {}
     active = (len(turns) - 1 if active is None else active) if not note else -1
-    parts = [turn_evidence(a, i, entries, i == active, text) for i, (a, text) in enumerate(turns)]
+    parts = [turn_evidence(a, i, entries, i == active, text, backend.strengths(a), backend.roots)
+             for i, (a, text) in enumerate(turns)]
     if note:
         parts.append(f"<div class='turn-evidence active' data-turn='note'><p class='status-line'>{esc(note)}</p>"
                      "</div>")
@@ -400,7 +456,7 @@ def status_text(answer: Answer, settings: Settings) -> str:
     return esc_plain(line)
 
 
-def lookup_html(hits: list[Any]) -> str:
+def lookup_html(hits: list[Any], roots: tuple[Path, ...] = ()) -> str:
     """Lookup results with a match strength (strong / weak / none) when the scorer gives one; no raw RRF."""
     if not hits:
         return "<p>No matching papers.</p>"
@@ -414,7 +470,7 @@ def lookup_html(hits: list[Any]) -> str:
         rows.append(
             f"<div class='evidence-card' data-paper='{esc(h.paper_id)}'>"
             f"<div class='card-head'>{i}. {esc(h.label)}{title}{badge}</div>{meta_line(meta)}"
-            f"{id_line(h.paper_id, h.source, h.position)}<mark>{esc(h.sentence)}</mark>"
+            f"{id_line(h.paper_id, h.source, h.position, roots=roots)}<mark>{esc(h.sentence)}</mark>"
             f"<code class='lookup-ref' title='Reference line (select to copy)'>{esc(h.reference)}</code></div>")
     return "\n".join(rows)
 
@@ -453,11 +509,11 @@ def paper_rows(entries: list[CatalogEntry]) -> list[list[Any]]:
 PAPER_HEADERS = ["label", "title", "authors", "year", "venue", "id"]
 
 
-def paper_card(e: CatalogEntry) -> str:
+def paper_card(e: CatalogEntry, roots: tuple[Path, ...] = ()) -> str:
     meta = paper_meta(e)
     title = f" <span class='card-title'>— {esc(meta['title'])}</span>" if meta["title"] and meta["title"] != e.label else ""
     return (f"<div class='evidence-card paper-card' data-paper='{esc(e.paper_id)}'><div class='card-head'>"
-            f"{esc(e.label)}{title}</div>{meta_line(meta)}{id_line(e.paper_id, e.source, e.position)}"
+            f"{esc(e.label)}{title}</div>{meta_line(meta)}{id_line(e.paper_id, e.source, e.position, roots=roots)}"
             f"<div class='abstract'>{esc(e.text)}</div></div>")
 
 
@@ -551,7 +607,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
 
     def ui_lookup(query: str, k: float) -> str:
         try:
-            return lookup_html(backend.assistant().cite(query, k=int(k)))
+            return lookup_html(backend.assistant().cite(query, k=int(k)), backend.roots)
         except Exception as e:
             return f"<p>{esc(_friendly(e))}</p>"
 
@@ -561,7 +617,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             e = backend.entries([pid])[pid]
         except Exception as err:
             return f"<p>{esc(_friendly(err))}</p>"
-        return paper_card(e)
+        return paper_card(e, backend.roots)
 
     def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> Any:
         """Copy the dropped files under the data dir and ingest them; new papers are answerable at once
