@@ -37,6 +37,7 @@ from rag.schema import Answer, Citation, record
 from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
 from rag.text import split_sentences
+from ui.export import chat_markdown, write_export
 from ui.login import LoginGuard
 from ui.strength import Strength, Strengths
 
@@ -600,7 +601,16 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
 
     def reset() -> tuple[Any, ...]:
         """New chat: the messages, the conversation memory, every answer's evidence and the scope."""
-        return [], EMPTY_EVIDENCE, "", None, [], "", gr.update(value=[])
+        return [], EMPTY_EVIDENCE, "", None, [], "", gr.update(value=[]), gr.update(value=None, interactive=False)
+
+    def export_chat(conversation: Conversation | None, shown: list[str | None]) -> Any:
+        """The chat so far as a Markdown file with each answer's references, for the download button."""
+        turns = _turns(conversation, shown)
+        if not turns:
+            return gr.update(value=None, interactive=False)
+        entries = backend.entries([c.paper_id for a, _ in turns for c in a.citations])
+        text = chat_markdown(turns, lambda c: reference_text(c, entries.get(c.paper_id), backend.roots))
+        return gr.update(value=write_export(text), interactive=True)
 
     def scope_changed(scope: list[str] | None) -> tuple[str, Any]:
         return scope_banner(scope, backend), gr.update(visible=bool(scope))
@@ -711,6 +721,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                                          elem_id="question", max_lines=4, container=False)
                         send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
                     status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
+                    export_btn = gr.DownloadButton("Export chat (.md)", value=None, elem_id="export-chat",
+                                                   size="sm", variant="secondary", interactive=False)
                 with gr.Column(scale=2, elem_id="evidence-col"):
                     gr.Markdown("### Evidence")
                     evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
@@ -743,15 +755,18 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         outputs = [chatbot, evidence, status, conversation, shown, box]
         synced = dict(fn=sync, inputs=[seen, paper_query], outputs=[header, scope, table, seen],
                       api_visibility="undocumented")
-        box.submit(respond, inputs, outputs, api_visibility="undocumented").then(**synced)
-        send.click(respond, inputs, outputs, api_visibility="undocumented").then(**synced)
-        chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
-            respond, inputs, outputs, api_visibility="undocumented").then(**synced)
+        exported = dict(fn=export_chat, inputs=[conversation, shown], outputs=export_btn, api_visibility="undocumented")
+        for answered in (box.submit(respond, inputs, outputs, api_visibility="undocumented"),
+                         send.click(respond, inputs, outputs, api_visibility="undocumented"),
+                         chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
+                             respond, inputs, outputs, api_visibility="undocumented")):
+            answered.then(**synced)
+            answered.then(**exported)
         ask_tab.select(**synced)
         papers_tab.select(**synced)
         demo.load(**synced)
         paper_query.change(filter_papers, paper_query, table, api_visibility="undocumented")
-        reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope]
+        reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope, export_btn]
         reset_btn.click(reset, None, reset_outputs, api_visibility="undocumented")
         chatbot.clear(reset, None, reset_outputs, api_visibility="undocumented")
         scope.change(scope_changed, scope, [banner, scope_clear], api_visibility="undocumented")

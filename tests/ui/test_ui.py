@@ -218,3 +218,21 @@ def test_shown_source_never_gives_the_absolute_path(tmp_path: Path) -> None:
     assert shown_source(str(corpus / "sub" / "a.jsonl"), (corpus,)) == "papers/sub/a.jsonl"
     assert shown_source(str(tmp_path / "single.bib"), (tmp_path / "single.bib",)) == "single.bib"
     assert shown_source("/srv/secret/place/x.txt", (corpus,)) == "x.txt"
+
+
+def test_chat_export_is_markdown_with_references_and_escaped_paper_text() -> None:
+    from ui.export import chat_markdown, md_escape
+
+    hostile = _answer(answer=f"FooNet [1]: {HOSTILE}")
+    abstained = _answer(question="What about ZorbleNet?", abstained=True, citations=[],
+                        answer="The indexed abstracts don't say this.")
+    text = chat_markdown([(hostile, None), (abstained, None)], lambda c: f"{c.label}. {c.source}#{c.position}")
+    assert text.startswith("# Paper Q&A chat\n")
+    assert "## 1. How much memory does FooNet save?" in text and "## 2. What about ZorbleNet?" in text
+    assert "**References**\n\n1\\. FooNet. a.jsonl\\#1" in text
+    assert "No answer was found" in text.split("## 2.")[1]
+    answer_part = text.split("## 1.")[1].split("**References**")[0]
+    for raw in ("<img", "<script", "](http", "**bold**", "`c`", "${v}", "{{v}}"):
+        assert raw not in answer_part, raw
+    assert "FooNet \\[1\\]" in answer_part and "&lt;img src=" in answer_part
+    assert md_escape("- item") == "\\- item" and md_escape("3. item") == "3\\. item"

@@ -330,6 +330,54 @@ def test_lookup_shows_strength_not_raw_scores(page) -> None:  # noqa: ANN001
     page.screenshot(path=str(ARTIFACTS / "ui-lookup.png"))
 
 
+def test_evidence_cards_say_strength_and_retrieved_papers_open(page) -> None:  # noqa: ANN001
+    ask(page, RECMEM_Q)
+    active = page.locator("#evidence .turn-evidence.active")
+    card = active.locator(".evidence-card").first
+    badge = card.locator(".card-head .strength")
+    assert badge.inner_text() == "evidence: strong"
+    assert "fitted evidence scorer" in badge.get_attribute("title")
+    meta = card.locator(".meta").last.inner_text()
+    assert "corpus/neurips2026_list_" in meta and str(ROOT) not in meta and not meta.startswith("id /")
+    assert "score 0." not in active.inner_text() and "score 1." not in active.inner_text()
+    badge.hover()
+    page.screenshot(path=str(ARTIFACTS / "ui-evidence-strength.png"))
+
+    others = active.locator(".also-retrieved details.retrieved-paper")
+    assert others.count() >= 1
+    first = others.first
+    assert first.locator("summary .strength").inner_text() in ("evidence: strong", "evidence: weak", "evidence: none")
+    assert not first.locator(".evidence-card .abstract").is_visible()
+    first.locator("summary").click()
+    opened = first.locator(".evidence-card .abstract")
+    opened.wait_for(state="visible", timeout=5_000)
+    assert len(opened.inner_text()) > 100  # the paper's abstract
+    opened.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "ui-evidence-retrieved-open.png"))
+
+
+def test_chat_exports_as_markdown_with_references(page, beacon: Beacon) -> None:  # noqa: ANN001
+    button = page.locator("#export-chat")
+    assert button.is_disabled()  # nothing to export yet
+    ask(page, RECMEM_Q)
+    ask(page, "What recall does BeaconNet reach on TagSoup?")
+    page.wait_for_function("!document.querySelector('#export-chat').disabled", timeout=WAIT)
+    page.wait_for_timeout(500)  # the file of the second answer replaces the first's
+    with page.expect_download(timeout=WAIT) as info:
+        button.click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    page.screenshot(path=str(ARTIFACTS / "ui-export.png"))
+    (ARTIFACTS / "ui-export.md").write_text(text, encoding="utf-8")
+    assert info.value.suggested_filename.endswith(".md")
+    assert text.startswith("# Paper Q&A chat") and f"## 1. {RECMEM_Q}" in text
+    assert "## 2. What recall does BeaconNet reach on TagSoup?" in text
+    first, second = text.split("## 2.")
+    assert "1,800 test steps \\[1\\]" in first and "**References**\n\n1\\. RecMem" in first
+    assert "neurips2026" in first and str(ROOT) not in text
+    assert "**References**" in second and "Beacon" in second
+    assert "<img" not in text and f"]({beacon.base}" not in text and "&lt;img src=" in second
+
+
 def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noqa: ANN001
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
