@@ -629,9 +629,9 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             return f"<p>{esc(_friendly(err))}</p>"
         return paper_card(e, backend.roots)
 
-    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> Any:
-        """Copy the dropped files under the data dir and ingest them; new papers are answerable at once
-        (the retriever follows the store version)."""
+    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress()) -> Any:
+        """Copy the dropped files under the data dir and ingest them one by one, so the one progress bar moves
+        a step per file; new papers are answerable at once (the retriever follows the store version)."""
         if not files:
             return gr.skip()
         from rag.index.ingest import ingest
@@ -639,24 +639,31 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         dest = Path(settings.data_dir) / UPLOAD_DIR
         lines: list[str] = []
         with backend.ingest_lock:
-            progress(0.02, desc="Copying files")
+            progress(0.0, desc="Copying files")
             dest.mkdir(parents=True, exist_ok=True)
+            copied: list[Path] = []
             for f in files:
                 name = Path(str(f)).name
                 if not name or name.startswith("."):
                     lines.append(f"skipped: {name or '(no name)'}: hidden or unnamed file")
                     continue
                 shutil.copyfile(str(f), dest / name)
-            progress(0.05, desc="Reading and embedding")
+                copied.append(dest / name)
             before = backend.catalog().version
-            report_changed = False
-            try:
-                report = ingest(settings, [dest], progress=True)
-                lines += ingest_lines(report)
-                report_changed = bool(report.added or report.reembedded or report.relocated or report.removed)
-            except PapersError as e:
-                lines.append(f"error: {e}")
-            if report_changed:  # wait for the retriever to load the new version (it checks every few seconds)
+            changed = False
+            for i, path in enumerate(copied):
+                progress(i / max(1, len(copied)), desc=f"File {i + 1} of {len(copied)}: reading and embedding "
+                                                        f"{path.name}")
+                try:
+                    report = ingest(settings, [path], progress=False)
+                except PapersError as e:
+                    lines.append(f"error: {path.name}: {e}")
+                    continue
+                told = ingest_lines(report)
+                lines += told[:-1] + [f"{path.name}: {told[-1]}"]
+                changed = changed or bool(report.added or report.reembedded or report.relocated or report.removed)
+            progress(1.0, desc="Loading the new index version")
+            if changed:  # wait for the retriever to load the new version (it checks every few seconds)
                 deadline = time.monotonic() + VERSION_WAIT_S
                 while backend.catalog().version == before and time.monotonic() < deadline:
                     time.sleep(0.2)

@@ -421,11 +421,25 @@ def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_p
                    '{not json\n', encoding="utf-8")
     page.get_by_role("tab", name="Papers").click()
     page.locator("#upload input[type=file]").set_input_files([str(good), str(bulk), str(bad)])
-    progress = page.locator("#upload-log .progress-level-inner").get_by_text("Embedding")
-    progress.first.wait_for(state="visible", timeout=WAIT)  # the ingest's own progress (tqdm), shown as a bar
-    page.screenshot(path=str(ARTIFACTS / "ui-upload-progress.png"))
     log = page.locator("#upload-log")
-    log.get_by_text("papers indexed").wait_for(timeout=180_000)
+    steps: list[str] = []
+    bars: list[int] = []
+    deadline = time.monotonic() + 180
+    while "papers indexed" not in log.inner_text() and time.monotonic() < deadline:
+        levels = page.locator(".progress-level-inner")  # one bar, moving a step per file
+        bars.append(page.locator(".progress-level").count())
+        if levels.count():
+            desc = levels.first.inner_text()
+            if desc and (not steps or steps[-1] != desc):
+                steps.append(desc)
+                if "File 2 of 3" in desc:
+                    page.screenshot(path=str(ARTIFACTS / "ui-upload-progress.png"))
+        page.wait_for_timeout(100)
+    assert max(bars) == 1, bars  # never stacked bars
+    file_steps = [x for x in steps if x.startswith("File ")]
+    assert any("File 1 of 3" in x for x in file_steps) and any("File 2 of 3: reading and embedding bulk.jsonl" in x
+                                                               for x in file_steps), steps
+    assert "Embedding" not in " ".join(steps)  # no bars of the library internals
     text = log.inner_text()
     assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "163 papers indexed" in text
     assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
