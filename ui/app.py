@@ -508,6 +508,8 @@ def paper_rows(entries: list[CatalogEntry]) -> list[list[Any]]:
 
 
 PAPER_HEADERS = ["label", "title", "authors", "year", "venue", "id"]
+# Fixed widths: on a phone the table scrolls sideways instead of squeezing the title to a letter per line.
+PAPER_COLUMN_WIDTHS = ["130px", "260px", "170px", "60px", "120px", "120px"]
 
 
 def paper_card(e: CatalogEntry, roots: tuple[Path, ...] = ()) -> str:
@@ -755,7 +757,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             paper_query = gr.Textbox(label="Search papers", placeholder="Words from a title, author or abstract",
                                      elem_id="paper-search", max_lines=1)
             table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False, wrap=True,
-                                 elem_id="paper-table")
+                                 column_widths=PAPER_COLUMN_WIDTHS, elem_id="paper-table")
             paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
 
         inputs = [box, chatbot, conversation, shown, mode, k, scope]

@@ -395,13 +395,44 @@ def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noq
         card.wait_for(timeout=5_000)
         page.wait_for_timeout(600)
         assert in_viewport(page, card) and "RecMem" in card.inner_text()
+        drawer = page.locator("#evidence-col").bounding_box()
+        head = card.locator(".card-head").bounding_box()
+        assert head["y"] >= drawer["y"] and head["y"] + head["height"] <= 844, (head, drawer)  # header visible
+        mark = card.locator("mark").first.bounding_box()
+        button = page.locator("#evidence-toggle").bounding_box()
+        assert mark["y"] + mark["height"] <= 844 and mark["y"] >= drawer["y"]  # the quote is on screen ...
+        overlap_x = min(mark["x"] + mark["width"], button["x"] + button["width"]) - max(mark["x"], button["x"])
+        overlap_y = min(mark["y"] + mark["height"], button["y"] + button["height"]) - max(mark["y"], button["y"])
+        assert overlap_x <= 0 or overlap_y <= 0, (mark, button)  # ... and not under the floating button
         page.screenshot(path=str(ARTIFACTS / "ui-phone-evidence.png"))
         assert page.locator("#evidence-toggle").inner_text() == "Hide evidence"
         page.locator("#evidence-toggle").click()
         page.wait_for_timeout(400)
         assert not in_viewport(page, page.locator("#evidence .evidence-card").first)
+
+        page.get_by_role("tab", name="Papers").click()
+        header = page.locator("#paper-table th").filter(has_text="title").first
+        header.wait_for(timeout=WAIT)
+        assert header.bounding_box()["width"] >= 150  # the title column keeps its width (the table scrolls)
+        page.screenshot(path=str(ARTIFACTS / "ui-phone-papers.png"))
     finally:
         context.close()
+
+
+def test_fonts_have_real_bold_faces(page) -> None:  # noqa: ANN001
+    ask(page, RECMEM_Q)
+    family = page.evaluate("getComputedStyle(document.querySelector('#evidence .card-head')).fontFamily")
+    assert "DejaVu Sans" in family and "Source Sans Pro" not in family, family
+    weight = page.evaluate("getComputedStyle(document.querySelector('#evidence .card-head')).fontWeight")
+    assert int(weight) >= 600
+    # The face used has a bold of its own: bold text is wider than regular (a synthesised or missing bold of a
+    # thin face barely changes the width).
+    widths = page.evaluate("""() => { const c = document.createElement('canvas').getContext('2d');
+        const f = getComputedStyle(document.querySelector('#evidence .card-head')).fontFamily;
+        const w = (weight) => { c.font = `${weight} 16px ${f}`; return c.measureText('RecMem Recurrent memory').width; };
+        return [w('normal'), w('bold')]; }""")
+    assert widths[1] > widths[0] * 1.05, widths
+    page.locator("#evidence .card-head").first.screenshot(path=str(ARTIFACTS / "ui-font-bold.png"))
 
 
 def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_path: Path) -> None:  # noqa: ANN001
