@@ -543,6 +543,16 @@ def _notice_html(text: str) -> str:
     return f"<div class='answer notice'><div class='answer-text'>{esc(text)}</div></div>"
 
 
+def enclosing_tab(block: gr.components.Component) -> gr.Tab:
+    """The tab a component was laid out in (its tab's select event redraws what the tab shows)."""
+    parent = getattr(block, "parent", None)
+    while parent is not None and not isinstance(parent, gr.Tab):
+        parent = getattr(parent, "parent", None)
+    if parent is None:
+        raise ValueError("the component is not inside a tab")
+    return parent
+
+
 def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Blocks:
     """The whole UI; `assistant` may be given (tests) or is created on first use."""
     backend = Backend(settings, assistant)
@@ -750,7 +760,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                 lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
                 lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
             lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
-        with gr.Tab("Papers") as papers_tab:
+        with gr.Tab("Papers"):
             upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
                                  file_count="multiple", type="filepath", elem_id="upload")
             upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
@@ -772,7 +782,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             answered.then(**synced)
             answered.then(**exported)
         ask_tab.select(**synced)
-        papers_tab.select(**synced)
+        enclosing_tab(table).select(**synced)
         demo.load(**synced)
         paper_query.change(filter_papers, paper_query, table, api_visibility="undocumented")
         reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope, export_btn]
