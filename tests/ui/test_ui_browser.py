@@ -432,7 +432,17 @@ def test_fonts_have_real_bold_faces(page) -> None:  # noqa: ANN001
         const w = (weight) => { c.font = `${weight} 16px ${f}`; return c.measureText('RecMem Recurrent memory').width; };
         return [w('normal'), w('bold')]; }""")
     assert widths[1] > widths[0] * 1.05, widths
-    page.locator("#evidence .card-head").first.screenshot(path=str(ARTIFACTS / "ui-font-bold.png"))
+    # What Chromium actually draws with (not only what the CSS asks for), for bold and regular text.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    for selector in ("#evidence .turn-question", "#evidence .turn-head button", "#evidence .card-head",
+                     "#evidence .abstract", "#chat .answer-line"):
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        assert {f["familyName"] for f in fonts} == {"DejaVu Sans"}, (selector, fonts)  # every glyph
+    page.locator("#evidence .turn-head").first.screenshot(path=str(ARTIFACTS / "ui-font-bold.png"))
 
 
 def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_path: Path) -> None:  # noqa: ANN001
