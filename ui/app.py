@@ -26,8 +26,6 @@ from urllib.parse import urlparse
 
 import gradio as gr
 
-from rag import prompts
-from rag.service import Conversation
 from rag.answer.question import clean_question
 from rag.corpus.references import to_bibtex
 from rag.corpus.sections import abstract_of, place, where_of
@@ -386,8 +384,8 @@ def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active
         tools += (f"<button data-action='copy-bibtex' data-turn='{turn}'>Copy BibTeX</button>"
                   f"<button data-action='download-bibtex' data-turn='{turn}'>Download .bib</button>")
     parts = [f"<div class='turn-evidence{' active' if active else ''}' data-turn='{turn}'>",
-             f"<div class='turn-head'><span class='turn-question'>Answer {turn + 1}: “{esc(a.question)}”</span>"
-             f"{tools}</div>"]
+             (f"<div class='turn-head'><span class='turn-question'>Answer {turn + 1}: “{esc(a.question)}”</span>"
+              f"{tools}</div>")]
     for u in a.unsupported:
         parts.append(f"<div class='unsupported'>⚠ Not supported by the cited sources: {esc(u['sentence'])} "
                      f"<em>({esc(u['reason'])})</em></div>")
@@ -772,9 +770,10 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
 
         inputs = [box, chatbot, conversation, shown, mode, k, scope]
         outputs = [chatbot, evidence, status, conversation, shown, box]
-        synced = dict(fn=sync, inputs=[seen, paper_query], outputs=[header, scope, table, seen],
-                      api_visibility="undocumented")
-        exported = dict(fn=export_chat, inputs=[conversation, shown], outputs=export_btn, api_visibility="undocumented")
+        synced = {"fn": sync, "inputs": [seen, paper_query], "outputs": [header, scope, table, seen],
+                  "api_visibility": "undocumented"}
+        exported = {"fn": export_chat, "inputs": [conversation, shown], "outputs": export_btn,
+                    "api_visibility": "undocumented"}
         for answered in (box.submit(respond, inputs, outputs, api_visibility="undocumented"),
                          send.click(respond, inputs, outputs, api_visibility="undocumented"),
                          chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(

@@ -10,7 +10,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rag.schema import Answer, Citation
@@ -31,7 +31,7 @@ def md_escape(text: object) -> str:
 def chat_markdown(turns: list[tuple[Answer, str | None]], reference: Callable[[Citation], str],
                   when: datetime | None = None) -> str:
     """The chat as Markdown: one section per answer (question, answer text, references)."""
-    stamp = (when or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Paper Q&A chat", "", f"Exported {stamp}.", ""]
     for i, (a, shown) in enumerate(turns, 1):
         out += [f"## {i}. {md_escape(a.question)}", ""]

@@ -484,7 +484,6 @@ def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_p
     text = log.inner_text()
     assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "163 papers indexed" in text
     assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
-    table = page.locator("#paper-table")
     page.locator("#paper-search textarea, #paper-search input").first.fill("QuillNet")
     page.wait_for_function("document.querySelector('#paper-table').innerText.includes('QuillNet: handwriting')",
                            timeout=WAIT)

@@ -5,11 +5,13 @@ changes it). Screenshots go to test-artifacts/ui-sessions-*.png.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from rag.service import Assistant
 from ui.app import CSS, build_app
@@ -68,10 +70,8 @@ def scope_options(page, typed: str) -> list[str]:  # noqa: ANN001
     inp = page.locator("#scope input").first
     inp.click()
     inp.fill(typed)
-    try:
+    with contextlib.suppress(PlaywrightTimeout):  # no option matches: the list stays empty
         page.get_by_role("option").filter(has_text=typed).first.wait_for(timeout=3_000)
-    except Exception:  # noqa: BLE001 - no option matches: the list stays empty
-        pass
     names = page.get_by_role("option").filter(has_text=typed).all_inner_texts()
     inp.fill("")
     page.keyboard.press("Escape")
