@@ -12,8 +12,25 @@
     const d = drawer();
     if (d) d.classList.toggle("open", open);
     const t = document.querySelector("#evidence-toggle");
-    if (t) t.textContent = open ? "Hide evidence" : "Evidence";
+    if (t) {
+      t.textContent = open ? "Hide evidence" : "Evidence";
+      t.classList.toggle("open", open);
+    }
   };
+
+  // On a phone the drawer scrolls: the card's header goes to its top, then, if the quote is still below what
+  // the drawer shows, just far enough down to show the quote.
+  function revealInDrawer(card) {
+    const d = drawer();
+    if (!d) return;
+    card.scrollIntoView({ behavior: "auto", block: "start" });
+    const mark = card.querySelector("mark");
+    if (!mark) return;
+    // Measured against the drawer itself: it may still be sliding in (its transform moves both alike).
+    const box = d.getBoundingClientRect();
+    const over = mark.getBoundingClientRect().bottom - (box.bottom - 16);
+    if (over > 0) d.scrollTop += over;  // the header scrolls away only when the card is taller than the drawer
+  }
 
   function showTurn(turn) {
     const root = panel();
@@ -59,7 +76,8 @@
       const card = root.querySelector(`.evidence-card[data-turn="${turn}"][data-n="${n}"]`);
       if (card) {
         card.classList.add("flash");
-        card.scrollIntoView({ behavior: "smooth", block: "center" });
+        if (narrow()) revealInDrawer(card);
+        else card.scrollIntoView({ behavior: "smooth", block: "center" });
       }
       return;
     }

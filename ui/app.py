@@ -13,28 +13,31 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import gradio as gr
 
-from rag import prompts
-from rag.service import Conversation
 from rag.answer.question import clean_question
 from rag.corpus.references import to_bibtex
-from rag.corpus.sections import place, where_of
+from rag.corpus.sections import abstract_of, place, where_of
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
 from rag.schema import Answer, Citation, record
 from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
 from rag.text import split_sentences
+from ui.export import chat_markdown, write_export
 from ui.login import LoginGuard
+from ui.strength import Strength, Strengths
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ EXAMPLES = [
 _HERE = Path(__file__).resolve().parent
 CSS = (_HERE / "app.css").read_text(encoding="utf-8")
 JS = (_HERE / "app.js").read_text(encoding="utf-8")
+VERSION_WAIT_S = 3.0  # after an upload, how long to wait for the retriever to load the new index version
 UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there and ingested like any corpus path
 
 # Characters HTML or Markdown give a meaning to, as numeric entities: paper text can never become a tag, a link,
@@ -77,6 +81,35 @@ def safe_url(url: str) -> str:
     return u if parsed.scheme in ("http", "https") and parsed.netloc and not re.search(r"\s", u) else ""
 
 
+FIRST_WORDS = 8  # words of the abstract that name an untitled paper in the scope picker
+
+
+def first_words(text: str, n: int = FIRST_WORDS) -> str:
+    """The opening words of an abstract, to tell apart papers that have no title."""
+    words = (text or "").split()
+    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+
+
+def choice_label(e: CatalogEntry) -> str:
+    """A paper as the scope picker lists it: its label and its title, or the first words of its abstract."""
+    title = getattr(e, "title", "") or ""
+    if title and title != e.label:
+        return f"{e.label} — {title}"
+    opening = first_words(abstract_of(e.text, getattr(e, "layout", "") or ""))
+    return f"{e.label} — {opening}" if opening else e.label
+
+
+@dataclass
+class Catalog:
+    """The indexed papers of one index version, and that version's key (what a session last drew)."""
+
+    version: str
+    papers: list[CatalogEntry]
+
+    def choices(self) -> list[tuple[str, str]]:
+        return [(choice_label(e), e.paper_id) for e in self.papers]
+
+
 class Backend:
     """The shared assistant (opened on first use, so the UI starts and says why even without an index) and what
     the UI's sessions share besides it."""
@@ -85,19 +118,53 @@ class Backend:
         self.settings = settings
         self.holder = AssistantHolder(settings, assistant)
         self.ingest_lock = threading.Lock()  # one upload ingest at a time per process
+        self._catalog_lock = threading.Lock()
+        self._catalog: Catalog | None = None
+        self._catalog_index: object = None  # the local index version the catalog was read from
+        self._versions = 0
+        self._strengths = Strengths()
 
     def assistant(self) -> Assistant:
         return self.holder.get()
 
-    def papers(self) -> list[CatalogEntry]:
+    def catalog(self) -> Catalog:
+        """The papers of the index version questions are answered from now, read once per version.
+
+        Every session's header, scope picker and Papers table are drawn from this, so a paper uploaded in one
+        browser shows in every other one (and after a reload), not only in the tab that uploaded it.
+        """
         try:
-            return self.assistant().papers()
+            assistant = self.assistant()
+            index = assistant.retriever.local_index
         except PapersError:
-            return []
+            return Catalog("none", [])
+        with self._catalog_lock:
+            if self._catalog is None or self._catalog_index is not index:
+                self._versions += 1
+                self._catalog = Catalog(str(self._versions), assistant.papers())
+                self._catalog_index = index
+            return self._catalog
+
+    def papers(self) -> list[CatalogEntry]:
+        return self.catalog().papers
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The folders papers are read from (the corpus paths and the upload folder), as absolute paths."""
+        paths = [*self.settings.corpus_paths, Path(self.settings.data_dir) / UPLOAD_DIR]
+        return tuple(Path(os.path.abspath(p)) for p in paths)
+
+    def strengths(self, a: Answer) -> dict[str, Strength]:
+        """How strongly each paper the answer retrieved carries what was searched ({} without an index)."""
+        try:
+            assistant = self.assistant()
+        except PapersError:
+            return {}
+        ids = [r.paper_id for r in a.retrieved] or [c.paper_id for c in a.citations]
+        return self._strengths.of(assistant, self.catalog().version, a.rewritten or a.question, ids)
 
     def paper_choices(self) -> list[tuple[str, str]]:
-        return [(f"{e.label} — {e.title}" if getattr(e, "title", "") and e.title != e.label else
-                 f"{e.label} — {e.source.rsplit('/', 1)[-1]}#{e.position}", e.paper_id) for e in self.papers()]
+        return self.catalog().choices()
 
     def entries(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
         try:
@@ -140,17 +207,42 @@ def meta_line(meta: dict[str, str]) -> str:
     return f"<div class='meta paper-meta'>{' · '.join(parts)}</div>" if parts else ""
 
 
-def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "") -> str:
+def shown_source(source: str, roots: tuple[Path, ...] = ()) -> str:
+    """A paper's file as users see it: under the corpus (or upload) folder it was read from, never the server's
+    absolute path (a file outside every folder shows by its name)."""
+    path = Path(os.path.abspath(source or "."))
+    for root in roots:
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            continue
+        return root.name if rel == Path(".") else f"{root.name}/{rel.as_posix()}"
+    return path.name
+
+
+def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "",
+            roots: tuple[Path, ...] = ()) -> str:
     """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
     tail = (f" · {esc(page) if page.startswith('p.') else 'page ' + esc(page)}" if page else "") + (f" · {extra}" if extra else "")
-    return f"<div class='meta'>id {esc(paper_id)} · {esc(source)}#{position}{tail}</div>"
+    return f"<div class='meta'>id {esc(paper_id)} · {esc(shown_source(source, roots))}#{position}{tail}</div>"
 
 
-def reference_text(c: Citation, entry: CatalogEntry | None) -> str:
-    """One plain-text reference: authors (year). Title. Venue. Link — or the project's reference line."""
+def strength_badge(s: Strength | None) -> str:
+    """'evidence: strong' with a tooltip saying what it means ("" when the paper was not scored)."""
+    if s is None:
+        return ""
+    return (f"<span class='strength strength-{esc(s.word)}' title='{esc(s.tip())}' tabindex='0'>"
+            f"evidence: {esc(s.word)}</span>")
+
+
+def reference_text(c: Citation, entry: CatalogEntry | None, roots: tuple[Path, ...] = ()) -> str:
+    """One plain-text reference: authors (year). Title. Venue. Link — or the project's reference line (with the
+    file as users see it)."""
     meta = paper_meta(c, entry)
     if not (meta["title"] or meta["authors"]):
-        return c.reference or f"{c.label}. {c.source}#{c.position}"
+        where = shown_source(c.source, roots)
+        return c.reference.replace(c.source, where) if c.reference and c.source else (
+            c.reference or f"{c.label}. {where}#{c.position}")
     head = meta["authors"] + (f" ({meta['year']})" if meta["year"] else "")
     parts = [p for p in (head, meta["title"] or c.label, meta["venue"], paper_link(meta)) if p]
     return ". ".join(p.rstrip(".") for p in parts) + "."
@@ -240,11 +332,12 @@ def streaming_html(text: str) -> str:
     return f"<div class='answer streaming'><div class='answer-text'>{lines or '…'}</div></div>"
 
 
-def plain_answer(a: Answer, entries: dict[str, CatalogEntry], text: str | None = None) -> str:
+def plain_answer(a: Answer, entries: dict[str, CatalogEntry], text: str | None = None,
+                 roots: tuple[Path, ...] = ()) -> str:
     """What "Copy answer" gives: the answer as plain text, then a numbered reference list."""
     out = (a.answer if text is None else text).strip()
     if a.citations:
-        out += "\n\nReferences\n" + "\n".join(f"[{c.n}] {reference_text(c, entries.get(c.paper_id))}"
+        out += "\n\nReferences\n" + "\n".join(f"[{c.n}] {reference_text(c, entries.get(c.paper_id), roots)}"
                                                for c in a.citations)
     return out
 
@@ -255,7 +348,8 @@ EMPTY_EVIDENCE = ("<p class='status-line'>Evidence for an answer appears here. C
                   "[1] in any answer to see its paper and the quoted sentence.</p>")
 
 
-def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
+def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None, s: Strength | None = None,
+          roots: tuple[Path, ...] = ()) -> str:
     meta = paper_meta(c, entry)
     supporting = [s for s in c.quote.split(" … ") if s]
     supporting += [ch.evidence for ch in a.checks if ch.evidence and ch.evidence_n == c.n]
@@ -272,13 +366,17 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None) -> str:
              if meta["title"] and meta["title"] != c.label else "")
     return (f"<div class='evidence-card' id='ev-{turn}-{c.n}' data-turn='{turn}' data-n='{c.n}' "
             f"data-paper='{esc(c.paper_id)}'><div class='card-head'><span class='card-n'>[{c.n}]</span>"
-            f"{esc(c.label)}{title}</div>{meta_line(meta)}{id_line(c.paper_id, c.source, c.position, place_shown)}"
+            f"{esc(c.label)}{title}{strength_badge(s)}</div>{meta_line(meta)}"
+            f"{id_line(c.paper_id, c.source, c.position, place_shown, roots=roots)}"
             f"<div class='abstract'>{abstract}</div></div>")
 
 
 def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active: bool,
-                  text: str | None = None) -> str:
-    """One answer's evidence: its cited papers, the uncited retrieved ones, copy and BibTeX buttons."""
+                  text: str | None = None, strengths: dict[str, Strength] | None = None,
+                  roots: tuple[Path, ...] = ()) -> str:
+    """One answer's evidence: its cited papers, the uncited retrieved ones (each opens its card), copy and
+    BibTeX buttons; each paper says how strongly it carries the question."""
+    strengths = strengths or {}
     cited = [entries.get(c.paper_id) for c in a.citations]
     bib = bibtex_for([e for e in cited if e is not None]) if a.citations else None
     tools = f"<button data-action='copy-answer' data-turn='{turn}'>Copy answer</button>"
@@ -286,13 +384,14 @@ def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active
         tools += (f"<button data-action='copy-bibtex' data-turn='{turn}'>Copy BibTeX</button>"
                   f"<button data-action='download-bibtex' data-turn='{turn}'>Download .bib</button>")
     parts = [f"<div class='turn-evidence{' active' if active else ''}' data-turn='{turn}'>",
-             f"<div class='turn-head'><span class='turn-question'>Answer {turn + 1}: “{esc(a.question)}”</span>"
-             f"{tools}</div>"]
+             (f"<div class='turn-head'><span class='turn-question'>Answer {turn + 1}: “{esc(a.question)}”</span>"
+              f"{tools}</div>")]
     for u in a.unsupported:
         parts.append(f"<div class='unsupported'>⚠ Not supported by the cited sources: {esc(u['sentence'])} "
                      f"<em>({esc(u['reason'])})</em></div>")
     if a.citations:
-        parts.extend(_card(c, a, turn, entries.get(c.paper_id)) for c in a.citations)
+        parts.extend(_card(c, a, turn, entries.get(c.paper_id), strengths.get(c.paper_id), roots)
+                     for c in a.citations)
     else:
         parts.append("<p class='status-line'>No paper is cited for this answer.</p>")
     cited_ids = {c.paper_id for c in a.citations}
@@ -301,12 +400,17 @@ def turn_evidence(a: Answer, turn: int, entries: dict[str, CatalogEntry], active
         head = "Closest papers" if a.abstained else "Also retrieved (not cited)"
         items = []
         for r in others:
-            title = paper_meta(entries.get(r.paper_id))["title"]
+            entry = entries.get(r.paper_id)
+            title = paper_meta(r, entry)["title"]
             t = f" — {esc(title)}" if title and title != r.label else ""
-            items.append(f"<li data-paper='{esc(r.paper_id)}'><b>{esc(r.label)}</b>{t} "
-                         f"<span class='meta'>score {r.score:.3f}</span></li>")
+            card = (paper_card(entry, roots) if entry is not None else
+                    f"<div class='meta'>{esc(shown_source(r.source, roots))}#{r.position}</div>")
+            items.append(f"<li data-paper='{esc(r.paper_id)}'><details class='retrieved-paper'><summary>"
+                         f"<b>{esc(r.label)}</b>{t} {strength_badge(strengths.get(r.paper_id))}</summary>"
+                         f"{card}</details></li>")
         parts.append(f"<div class='also-retrieved'><h4>{head}</h4><ul>{''.join(items)}</ul></div>")
-    parts.append(f"<textarea class='copy-source plain' readonly>{esc(plain_answer(a, entries, text))}</textarea>")
+    parts.append(f"<textarea class='copy-source plain' readonly>{esc(plain_answer(a, entries, text, roots))}"
+                 "</textarea>")
     if bib:
         parts.append(f"<textarea class='copy-source bibtex' readonly>{esc(bib)}</textarea>")
     parts.append("</div>")
@@ -325,7 +429,8 @@ def evidence_html(turns: list[tuple[Answer, str]], backend: Backend, active: int
     ids = [x.paper_id for a, _ in turns for x in (*a.citations, *a.retrieved)]
     entries = backend.entries(ids) if ids else {}
     active = (len(turns) - 1 if active is None else active) if not note else -1
-    parts = [turn_evidence(a, i, entries, i == active, text) for i, (a, text) in enumerate(turns)]
+    parts = [turn_evidence(a, i, entries, i == active, text, backend.strengths(a), backend.roots)
+             for i, (a, text) in enumerate(turns)]
     if note:
         parts.append(f"<div class='turn-evidence active' data-turn='note'><p class='status-line'>{esc(note)}</p>"
                      "</div>")
@@ -350,7 +455,7 @@ def status_text(answer: Answer, settings: Settings) -> str:
     return esc_plain(line)
 
 
-def lookup_html(hits: list[Any]) -> str:
+def lookup_html(hits: list[Any], roots: tuple[Path, ...] = ()) -> str:
     """Lookup results with a match strength (strong / weak / none) when the scorer gives one; no raw RRF."""
     if not hits:
         return "<p>No matching papers.</p>"
@@ -364,7 +469,7 @@ def lookup_html(hits: list[Any]) -> str:
         rows.append(
             f"<div class='evidence-card' data-paper='{esc(h.paper_id)}'>"
             f"<div class='card-head'>{i}. {esc(h.label)}{title}{badge}</div>{meta_line(meta)}"
-            f"{id_line(h.paper_id, h.source, h.position)}<mark>{esc(h.sentence)}</mark>"
+            f"{id_line(h.paper_id, h.source, h.position, roots=roots)}<mark>{esc(h.sentence)}</mark>"
             f"<code class='lookup-ref' title='Reference line (select to copy)'>{esc(h.reference)}</code></div>")
     return "\n".join(rows)
 
@@ -381,19 +486,35 @@ def scope_banner(scope: list[str] | None, backend: Backend) -> str:
             f"{n} selected paper{'s' if n != 1 else ''} {names}</div>")
 
 
+def search_papers(entries: list[CatalogEntry], query: str) -> list[CatalogEntry]:
+    """The papers whose label, title, authors, year, venue, id or abstract hold every word of the query."""
+    words = (query or "").casefold().split()
+    if not words:
+        return entries
+    out = []
+    for e in entries:
+        meta = paper_meta(e)
+        hay = " ".join([e.label, e.paper_id, *meta.values(), e.text]).casefold()
+        if all(w in hay for w in words):
+            out.append(e)
+    return out
+
+
 def paper_rows(entries: list[CatalogEntry]) -> list[list[Any]]:
     return [[e.label, paper_meta(e)["title"], paper_meta(e)["authors"], paper_meta(e)["year"],
              paper_meta(e)["venue"], e.paper_id] for e in entries]
 
 
 PAPER_HEADERS = ["label", "title", "authors", "year", "venue", "id"]
+# Fixed widths: on a phone the table scrolls sideways instead of squeezing the title to a letter per line.
+PAPER_COLUMN_WIDTHS = ["130px", "260px", "170px", "60px", "120px", "120px"]
 
 
-def paper_card(e: CatalogEntry) -> str:
+def paper_card(e: CatalogEntry, roots: tuple[Path, ...] = ()) -> str:
     meta = paper_meta(e)
     title = f" <span class='card-title'>— {esc(meta['title'])}</span>" if meta["title"] and meta["title"] != e.label else ""
     return (f"<div class='evidence-card paper-card' data-paper='{esc(e.paper_id)}'><div class='card-head'>"
-            f"{esc(e.label)}{title}</div>{meta_line(meta)}{id_line(e.paper_id, e.source, e.position)}"
+            f"{esc(e.label)}{title}</div>{meta_line(meta)}{id_line(e.paper_id, e.source, e.position, roots=roots)}"
             f"<div class='abstract'>{esc(e.text)}</div></div>")
 
 
@@ -418,6 +539,16 @@ def _friendly(error: Exception) -> str:
 
 def _notice_html(text: str) -> str:
     return f"<div class='answer notice'><div class='answer-text'>{esc(text)}</div></div>"
+
+
+def enclosing_tab(block: gr.components.Component) -> gr.Tab:
+    """The tab a component was laid out in (its tab's select event redraws what the tab shows)."""
+    parent = getattr(block, "parent", None)
+    while parent is not None and not isinstance(parent, gr.Tab):
+        parent = getattr(parent, "parent", None)
+    if parent is None:
+        raise ValueError("the component is not inside a tab")
+    return parent
 
 
 def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Blocks:
@@ -480,14 +611,23 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
 
     def reset() -> tuple[Any, ...]:
         """New chat: the messages, the conversation memory, every answer's evidence and the scope."""
-        return [], EMPTY_EVIDENCE, "", None, [], "", gr.update(value=[])
+        return [], EMPTY_EVIDENCE, "", None, [], "", gr.update(value=[]), gr.update(value=None, interactive=False)
+
+    def export_chat(conversation: Conversation | None, shown: list[str | None]) -> Any:
+        """The chat so far as a Markdown file with each answer's references, for the download button."""
+        turns = _turns(conversation, shown)
+        if not turns:
+            return gr.update(value=None, interactive=False)
+        entries = backend.entries([c.paper_id for a, _ in turns for c in a.citations])
+        text = chat_markdown(turns, lambda c: reference_text(c, entries.get(c.paper_id), backend.roots))
+        return gr.update(value=write_export(text), interactive=True)
 
     def scope_changed(scope: list[str] | None) -> tuple[str, Any]:
         return scope_banner(scope, backend), gr.update(visible=bool(scope))
 
     def ui_lookup(query: str, k: float) -> str:
         try:
-            return lookup_html(backend.assistant().cite(query, k=int(k)))
+            return lookup_html(backend.assistant().cite(query, k=int(k)), backend.roots)
         except Exception as e:
             return f"<p>{esc(_friendly(e))}</p>"
 
@@ -497,36 +637,59 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             e = backend.entries([pid])[pid]
         except Exception as err:
             return f"<p>{esc(_friendly(err))}</p>"
-        return paper_card(e)
+        return paper_card(e, backend.roots)
 
-    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, ...]:
-        """Copy the dropped files under the data dir and ingest them; new papers are answerable at once
-        (the retriever follows the store version)."""
+    def upload(files: list[str] | None, progress: gr.Progress = gr.Progress()) -> Any:
+        """Copy the dropped files under the data dir and ingest them one by one, so the one progress bar moves
+        a step per file; new papers are answerable at once (the retriever follows the store version)."""
         if not files:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip()
         from rag.index.ingest import ingest
 
         dest = Path(settings.data_dir) / UPLOAD_DIR
         lines: list[str] = []
         with backend.ingest_lock:
-            progress(0.02, desc="Copying files")
+            progress(0.0, desc="Copying files")
             dest.mkdir(parents=True, exist_ok=True)
+            copied: list[Path] = []
             for f in files:
                 name = Path(str(f)).name
                 if not name or name.startswith("."):
                     lines.append(f"skipped: {name or '(no name)'}: hidden or unnamed file")
                     continue
                 shutil.copyfile(str(f), dest / name)
-            progress(0.05, desc="Reading and embedding")
-            try:
-                report = ingest(settings, [dest], progress=True)
-                lines += ingest_lines(report)
-            except PapersError as e:
-                lines.append(f"error: {e}")
-        log_html = "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
-        papers = backend.papers()
-        return (log_html, gr.update(value=paper_rows(papers)), gr.update(choices=backend.paper_choices()),
-                header_text(len(papers)))
+                copied.append(dest / name)
+            before = backend.catalog().version
+            changed = False
+            for i, path in enumerate(copied):
+                progress(i / max(1, len(copied)), desc=f"File {i + 1} of {len(copied)}: reading and embedding "
+                                                        f"{path.name}")
+                try:
+                    report = ingest(settings, [path], progress=False)
+                except PapersError as e:
+                    lines.append(f"error: {path.name}: {e}")
+                    continue
+                told = ingest_lines(report)
+                lines += told[:-1] + [f"{path.name}: {told[-1]}"]
+                changed = changed or bool(report.added or report.reembedded or report.relocated or report.removed)
+            progress(1.0, desc="Loading the new index version")
+            if changed:  # wait for the retriever to load the new version (it checks every few seconds)
+                deadline = time.monotonic() + VERSION_WAIT_S
+                while backend.catalog().version == before and time.monotonic() < deadline:
+                    time.sleep(0.2)
+        return "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
+
+    def sync(seen: str, query: str) -> tuple[Any, ...]:
+        """Redraw what depends on the index (header, scope choices, Papers table) when its version changed
+        since this session last drew it: on page load, on tab changes, after each question and upload."""
+        cat = backend.catalog()
+        if cat.version == seen:
+            return gr.skip(), gr.skip(), gr.skip(), seen
+        return (header_text(len(cat.papers)), gr.update(choices=cat.choices()),
+                gr.update(value=paper_rows(search_papers(cat.papers, query))), cat.version)
+
+    def filter_papers(query: str) -> Any:
+        return gr.update(value=paper_rows(search_papers(backend.papers(), query)))
 
     def header_text(count: int) -> str:
         return (f"## Paper Q&A\n{count} papers indexed. Every answer cites its papers (click a citation to see "
@@ -553,7 +716,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         header = gr.Markdown(header_text(len(papers)))
         conversation = gr.State(None)
         shown = gr.State([])
-        with gr.Tab("Ask"):
+        seen = gr.State("")  # the index version this session's header, scope and Papers table show
+        with gr.Tab("Ask") as ask_tab:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3):
                     with gr.Row(equal_height=False):
@@ -574,6 +738,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                                          elem_id="question", max_lines=4, container=False)
                         send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
                     status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
+                    export_btn = gr.DownloadButton("Export chat (.md)", value=None, elem_id="export-chat",
+                                                   size="sm", variant="secondary", interactive=False)
                 with gr.Column(scale=2, elem_id="evidence-col"):
                     gr.Markdown("### Evidence")
                     evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
@@ -598,17 +764,29 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
                                  file_count="multiple", type="filepath", elem_id="upload")
             upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
-            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False,
-                                 show_search="search", wrap=True, elem_id="paper-table")
+            paper_query = gr.Textbox(label="Search papers", placeholder="Words from a title, author or abstract",
+                                     elem_id="paper-search", max_lines=1)
+            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False, wrap=True,
+                                 column_widths=PAPER_COLUMN_WIDTHS, elem_id="paper-table")
             paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
 
         inputs = [box, chatbot, conversation, shown, mode, k, scope]
         outputs = [chatbot, evidence, status, conversation, shown, box]
-        box.submit(respond, inputs, outputs, api_visibility="undocumented")
-        send.click(respond, inputs, outputs, api_visibility="undocumented")
-        chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
-            respond, inputs, outputs, api_visibility="undocumented")
-        reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope]
+        synced = {"fn": sync, "inputs": [seen, paper_query], "outputs": [header, scope, table, seen],
+                  "api_visibility": "undocumented"}
+        exported = {"fn": export_chat, "inputs": [conversation, shown], "outputs": export_btn,
+                    "api_visibility": "undocumented"}
+        for answered in (box.submit(respond, inputs, outputs, api_visibility="undocumented"),
+                         send.click(respond, inputs, outputs, api_visibility="undocumented"),
+                         chatbot.example_select(pick_example, None, box, api_visibility="undocumented").then(
+                             respond, inputs, outputs, api_visibility="undocumented")):
+            answered.then(**synced)
+            answered.then(**exported)
+        ask_tab.select(**synced)
+        enclosing_tab(table).select(**synced)
+        demo.load(**synced)
+        paper_query.change(filter_papers, paper_query, table, api_visibility="undocumented")
+        reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope, export_btn]
         reset_btn.click(reset, None, reset_outputs, api_visibility="undocumented")
         chatbot.clear(reset, None, reset_outputs, api_visibility="undocumented")
         scope.change(scope_changed, scope, [banner, scope_clear], api_visibility="undocumented")
@@ -616,7 +794,7 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         query.submit(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         lookup_btn.click(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         table.select(show_paper, None, paper_view, api_visibility="undocumented")
-        upload_box.upload(upload, upload_box, [upload_log, table, scope, header], api_visibility="undocumented")
+        upload_box.upload(upload, upload_box, upload_log, api_visibility="undocumented").then(**synced)
         demo.load(None, None, None, js=JS)
         gr.api(ask, api_name="ask")
         gr.api(cite, api_name="lookup")

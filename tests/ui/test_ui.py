@@ -5,6 +5,7 @@ The real page in headless Chromium is tested in test_ui_browser.py."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def test_evidence_keeps_every_answer_and_lists_uncited_papers(corpus_settings, a
     assert out.count("class='turn-evidence") == 2 and out.count("class='turn-evidence active'") == 1
     assert "class='turn-evidence active' data-turn='1'" in out  # the latest answer is shown
     assert "id='ev-0-1'" in out and "id='ev-1-1'" in out
-    assert "Also retrieved (not cited)" in out and "BarBench" in out and "score 0.016" in out
+    assert "Also retrieved (not cited)" in out and "BarBench" in out and not re.search(r"score \d", out)
     assert "<img" not in out
 
     abstained = _answer(abstained=True, citations=[], answer="The indexed abstracts don't say this.")
@@ -186,3 +187,52 @@ def test_paper_metadata_from_optional_fields() -> None:
     assert "href='https&#58;//doi.org/10.1000/xyz'" in line and "javascript" not in line
     assert paper_meta(SimpleNamespace()) == dict.fromkeys(("title", "authors", "year", "venue", "doi", "url",
                                                            "page"), "")
+
+
+def test_evidence_says_how_strong_each_paper_is_and_where_its_file_is(corpus_settings, assistant) -> None:  # noqa: ANN001
+    """Strength words from the fitted scorer instead of fused scores; the file under the corpus folder."""
+    from rag.answer.evidence import strength
+
+    from ui.strength import Strengths
+
+    backend = Backend(corpus_settings, assistant)
+    a = assistant.ask("Over how many test steps does RecMem stay stable?")
+    words = backend.strengths(a)
+    assert set(words) == {r.paper_id for r in a.retrieved}
+    cited = a.citations[0].paper_id
+    assert words[cited].word == "strong" and words[cited].word == strength(words[cited].prob)
+    assert Strengths().of(assistant, "v", a.question, [r.paper_id for r in a.retrieved]) == words  # no cache effect
+    out = evidence_html([(a, None)], backend)
+    assert f"evidence: {words[cited].word}" in out and "fitted evidence scorer" in out and not re.search(r"score \d", out)
+    shown = html.unescape(out)
+    assert "corpus/neurips2026_list_00" in shown and str(Path.cwd()) not in shown and "/tmp" not in shown
+    # every uncited retrieved paper opens its own card, with its abstract
+    assert out.count("<details class='retrieved-paper'>") == len(a.retrieved) - len({c.paper_id for c in a.citations})
+    assert out.count("class='evidence-card paper-card'") == out.count("<details class='retrieved-paper'>")
+
+
+def test_shown_source_never_gives_the_absolute_path(tmp_path: Path) -> None:
+    from ui.app import shown_source
+
+    corpus = tmp_path / "papers"
+    assert shown_source(str(corpus / "sub" / "a.jsonl"), (corpus,)) == "papers/sub/a.jsonl"
+    assert shown_source(str(tmp_path / "single.bib"), (tmp_path / "single.bib",)) == "single.bib"
+    assert shown_source("/srv/secret/place/x.txt", (corpus,)) == "x.txt"
+
+
+def test_chat_export_is_markdown_with_references_and_escaped_paper_text() -> None:
+    from ui.export import chat_markdown, md_escape
+
+    hostile = _answer(answer=f"FooNet [1]: {HOSTILE}")
+    abstained = _answer(question="What about ZorbleNet?", abstained=True, citations=[],
+                        answer="The indexed abstracts don't say this.")
+    text = chat_markdown([(hostile, None), (abstained, None)], lambda c: f"{c.label}. {c.source}#{c.position}")
+    assert text.startswith("# Paper Q&A chat\n")
+    assert "## 1. How much memory does FooNet save?" in text and "## 2. What about ZorbleNet?" in text
+    assert "**References**\n\n1\\. FooNet. a.jsonl\\#1" in text
+    assert "No answer was found" in text.split("## 2.")[1]
+    answer_part = text.split("## 1.")[1].split("**References**")[0]
+    for raw in ("<img", "<script", "](http", "**bold**", "`c`", "${v}", "{{v}}"):
+        assert raw not in answer_part, raw
+    assert "FooNet \\[1\\]" in answer_part and "&lt;img src=" in answer_part
+    assert md_escape("- item") == "\\- item" and md_escape("3. item") == "3\\. item"

@@ -293,7 +293,7 @@ def test_latex_and_cjk_show_sensibly(page) -> None:  # noqa: ANN001
 
     page.get_by_role("tab", name="Papers").click()  # the table is searchable, by title too
     table = page.locator("#paper-table")
-    table.locator("input").first.fill("中文基准")
+    page.locator("#paper-search textarea, #paper-search input").first.fill("中文基准")
     page.wait_for_function("!document.querySelector('#paper-table').innerText.includes('RecMem')", timeout=WAIT)
     assert "HanziBench" in table.inner_text() and "BeaconNet" not in table.inner_text()
 
@@ -331,6 +331,54 @@ def test_lookup_shows_strength_not_raw_scores(page) -> None:  # noqa: ANN001
     page.screenshot(path=str(ARTIFACTS / "ui-lookup.png"))
 
 
+def test_evidence_cards_say_strength_and_retrieved_papers_open(page) -> None:  # noqa: ANN001
+    ask(page, RECMEM_Q)
+    active = page.locator("#evidence .turn-evidence.active")
+    card = active.locator(".evidence-card").first
+    badge = card.locator(".card-head .strength")
+    assert badge.inner_text() == "evidence: strong"
+    assert "fitted evidence scorer" in badge.get_attribute("title")
+    meta = card.locator(".meta").last.inner_text()
+    assert "corpus/neurips2026_list_" in meta and str(ROOT) not in meta and not meta.startswith("id /")
+    assert "score 0." not in active.inner_text() and "score 1." not in active.inner_text()
+    badge.hover()
+    page.screenshot(path=str(ARTIFACTS / "ui-evidence-strength.png"))
+
+    others = active.locator(".also-retrieved details.retrieved-paper")
+    assert others.count() >= 1
+    first = others.first
+    assert first.locator("summary .strength").inner_text() in ("evidence: strong", "evidence: weak", "evidence: none")
+    assert not first.locator(".evidence-card .abstract").is_visible()
+    first.locator("summary").click()
+    opened = first.locator(".evidence-card .abstract")
+    opened.wait_for(state="visible", timeout=5_000)
+    assert len(opened.inner_text()) > 100  # the paper's abstract
+    opened.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "ui-evidence-retrieved-open.png"))
+
+
+def test_chat_exports_as_markdown_with_references(page, beacon: Beacon) -> None:  # noqa: ANN001
+    button = page.locator("#export-chat")
+    assert button.is_disabled()  # nothing to export yet
+    ask(page, RECMEM_Q)
+    ask(page, "What recall does BeaconNet reach on TagSoup?")
+    page.wait_for_function("!document.querySelector('#export-chat').disabled", timeout=WAIT)
+    page.wait_for_timeout(500)  # the file of the second answer replaces the first's
+    with page.expect_download(timeout=WAIT) as info:
+        button.click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    page.screenshot(path=str(ARTIFACTS / "ui-export.png"))
+    (ARTIFACTS / "ui-export.md").write_text(text, encoding="utf-8")
+    assert info.value.suggested_filename.endswith(".md")
+    assert text.startswith("# Paper Q&A chat") and f"## 1. {RECMEM_Q}" in text
+    assert "## 2. What recall does BeaconNet reach on TagSoup?" in text
+    first, second = text.split("## 2.")
+    assert "1,800 test steps \\[1\\]" in first and "**References**\n\n1\\. RecMem" in first
+    assert "neurips2026" in first and str(ROOT) not in text
+    assert "**References**" in second and "Beacon" in second
+    assert "<img" not in text and f"]({beacon.base}" not in text and "&lt;img src=" in second
+
+
 def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noqa: ANN001
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
@@ -348,13 +396,54 @@ def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noq
         card.wait_for(timeout=5_000)
         page.wait_for_timeout(600)
         assert in_viewport(page, card) and "RecMem" in card.inner_text()
+        drawer = page.locator("#evidence-col").bounding_box()
+        head = card.locator(".card-head").bounding_box()
+        assert head["y"] >= drawer["y"] and head["y"] + head["height"] <= 844, (head, drawer)  # header visible
+        mark = card.locator("mark").first.bounding_box()
+        button = page.locator("#evidence-toggle").bounding_box()
+        assert mark["y"] + mark["height"] <= 844 and mark["y"] >= drawer["y"]  # the quote is on screen ...
+        overlap_x = min(mark["x"] + mark["width"], button["x"] + button["width"]) - max(mark["x"], button["x"])
+        overlap_y = min(mark["y"] + mark["height"], button["y"] + button["height"]) - max(mark["y"], button["y"])
+        assert overlap_x <= 0 or overlap_y <= 0, (mark, button)  # ... and not under the floating button
         page.screenshot(path=str(ARTIFACTS / "ui-phone-evidence.png"))
         assert page.locator("#evidence-toggle").inner_text() == "Hide evidence"
         page.locator("#evidence-toggle").click()
         page.wait_for_timeout(400)
         assert not in_viewport(page, page.locator("#evidence .evidence-card").first)
+
+        page.get_by_role("tab", name="Papers").click()
+        header = page.locator("#paper-table th").filter(has_text="title").first
+        header.wait_for(timeout=WAIT)
+        assert header.bounding_box()["width"] >= 150  # the title column keeps its width (the table scrolls)
+        page.screenshot(path=str(ARTIFACTS / "ui-phone-papers.png"))
     finally:
         context.close()
+
+
+def test_fonts_have_real_bold_faces(page) -> None:  # noqa: ANN001
+    ask(page, RECMEM_Q)
+    family = page.evaluate("getComputedStyle(document.querySelector('#evidence .card-head')).fontFamily")
+    assert "DejaVu Sans" in family and "Source Sans Pro" not in family, family
+    weight = page.evaluate("getComputedStyle(document.querySelector('#evidence .card-head')).fontWeight")
+    assert int(weight) >= 600
+    # The face used has a bold of its own: bold text is wider than regular (a synthesised or missing bold of a
+    # thin face barely changes the width).
+    widths = page.evaluate("""() => { const c = document.createElement('canvas').getContext('2d');
+        const f = getComputedStyle(document.querySelector('#evidence .card-head')).fontFamily;
+        const w = (weight) => { c.font = `${weight} 16px ${f}`; return c.measureText('RecMem Recurrent memory').width; };
+        return [w('normal'), w('bold')]; }""")
+    assert widths[1] > widths[0] * 1.05, widths
+    # What Chromium actually draws with (not only what the CSS asks for), for bold and regular text.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    for selector in ("#evidence .turn-question", "#evidence .turn-head button", "#evidence .card-head",
+                     "#evidence .abstract", "#chat .answer-line"):
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        assert {f["familyName"] for f in fonts} == {"DejaVu Sans"}, (selector, fonts)  # every glyph
+    page.locator("#evidence .turn-head").first.screenshot(path=str(ARTIFACTS / "ui-font-bold.png"))
 
 
 def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_path: Path) -> None:  # noqa: ANN001
@@ -374,16 +463,29 @@ def test_upload_ingests_files_and_papers_are_answerable(page, ui_settings, tmp_p
                    '{not json\n', encoding="utf-8")
     page.get_by_role("tab", name="Papers").click()
     page.locator("#upload input[type=file]").set_input_files([str(good), str(bulk), str(bad)])
-    progress = page.locator("#upload-log .progress-level-inner").get_by_text("Embedding")
-    progress.first.wait_for(state="visible", timeout=WAIT)  # the ingest's own progress (tqdm), shown as a bar
-    page.screenshot(path=str(ARTIFACTS / "ui-upload-progress.png"))
     log = page.locator("#upload-log")
-    log.get_by_text("papers indexed").wait_for(timeout=180_000)
+    steps: list[str] = []
+    bars: list[int] = []
+    deadline = time.monotonic() + 180
+    while "papers indexed" not in log.inner_text() and time.monotonic() < deadline:
+        levels = page.locator(".progress-level-inner")  # one bar, moving a step per file
+        bars.append(page.locator(".progress-level").count())
+        if levels.count():
+            desc = levels.first.inner_text()
+            if desc and (not steps or steps[-1] != desc):
+                steps.append(desc)
+                if "File 2 of 3" in desc:
+                    page.screenshot(path=str(ARTIFACTS / "ui-upload-progress.png"))
+        page.wait_for_timeout(100)
+    assert max(bars) == 1, bars  # never stacked bars
+    file_steps = [x for x in steps if x.startswith("File ")]
+    assert any("File 1 of 3" in x for x in file_steps) and any("File 2 of 3: reading and embedding bulk.jsonl" in x
+                                                               for x in file_steps), steps
+    assert "Embedding" not in " ".join(steps)  # no bars of the library internals
     text = log.inner_text()
     assert "skipped:" in text and "broken.jsonl:2: invalid JSON" in text and "163 papers indexed" in text
     assert (Path(ui_settings.data_dir) / "uploads" / "quill.jsonl").exists()
-    table = page.locator("#paper-table")
-    table.locator("input").first.fill("QuillNet")
+    page.locator("#paper-search textarea, #paper-search input").first.fill("QuillNet")
     page.wait_for_function("document.querySelector('#paper-table').innerText.includes('QuillNet: handwriting')",
                            timeout=WAIT)
     page.screenshot(path=str(ARTIFACTS / "ui-upload.png"))
