@@ -218,7 +218,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
 
     t_local = time.perf_counter()
     if work:  # the new version's local index is published first; the commit then switches readers to it
-        if report.changed and not repairing:  # only the touched papers' chunks are read back
+        if report.changed and not repairing:  # only the touched papers change: their chunks are handed over
             update_local_index(settings, store, previous_version,
                                set(report.added) | set(report.reembedded) | set(report.removed),
                                set(report.relocated), version=target, previous=previous, written=written)

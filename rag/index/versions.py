@@ -1,7 +1,7 @@
 """Saved local indexes, one folder per store content version: save, load, publish, and clean up.
 
-Any ingest that changes the store makes a new index (derived from the previous one, reading back only the
-chunks of the papers it touched; rag/index/snapshot.py), and a process loads the saved one instead of
+Any ingest that changes the store makes a new index (derived from the previous one and the chunks the ingest
+wrote of the papers it touched; rag/index/snapshot.py), and a process loads the saved one instead of
 rebuilding it. An ingest publishes the new version's index before it commits that version to the store, so a
 reader finds a complete index for every committed version. A store left pending by a killed ingest is not
 trusted: its next ingest rebuilds from the store, and an embedded-store reader (which the store lock guarantees
