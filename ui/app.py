@@ -631,13 +631,33 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         except Exception as e:
             return f"<p>{esc(_friendly(e))}</p>"
 
-    def show_paper(evt: gr.SelectData) -> str:
+    def show_paper(evt: gr.SelectData) -> tuple[Any, ...]:
         try:
             pid = str(evt.row_value[-1])
             e = backend.entries([pid])[pid]
         except Exception as err:
-            return f"<p>{esc(_friendly(err))}</p>"
-        return paper_card(e, backend.roots)
+            return f"<p>{esc(_friendly(err))}</p>", "", gr.update(visible=False)
+        return paper_card(e, backend.roots), pid, gr.update(visible=True, value=f"Remove {e.label} from the index")
+
+    def remove_paper(pid: str) -> tuple[Any, ...]:
+        """`papers remove` for the paper shown: the files are left as they are, later ingests keep it out."""
+        if not pid:
+            return gr.skip(), gr.skip(), "", gr.update(visible=False)
+        from rag.index.ingest import remove
+
+        with backend.ingest_lock:
+            before = backend.catalog().version
+            try:
+                report = remove(settings, [pid], progress=False)
+            except PapersError as e:
+                return (f"<div class='upload-report'><div>error: {esc(e)}</div></div>", gr.skip(), "",
+                        gr.update(visible=False))
+            deadline = time.monotonic() + VERSION_WAIT_S  # the retriever loads the new version
+            while report.removed and backend.catalog().version == before and time.monotonic() < deadline:
+                time.sleep(0.2)
+        lines = ingest_lines(report) + [f"`papers remove --undo {pid}` brings it back."]
+        html = "<div class='upload-report'>" + "".join(f"<div>{esc(x)}</div>" for x in lines) + "</div>"
+        return html, "", "", gr.update(visible=False)
 
     def upload(files: list[str] | None, progress: gr.Progress = gr.Progress()) -> Any:
         """Copy the dropped files under the data dir and ingest them one by one, so the one progress bar moves
@@ -717,58 +737,63 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         conversation = gr.State(None)
         shown = gr.State([])
         seen = gr.State("")  # the index version this session's header, scope and Papers table show
-        with gr.Tab("Ask") as ask_tab:
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=3):
-                    with gr.Row(equal_height=False):
-                        scope = gr.Dropdown(backend.paper_choices(), multiselect=True, label="Restrict to papers",
-                                            info="Leave empty to search all papers.", elem_id="scope", scale=5)
-                        reset_btn = gr.Button("New chat", elem_id="reset-button", scale=0, min_width=110,
-                                              size="sm", icon=None)
-                    with gr.Row(equal_height=True):
-                        banner = gr.HTML("", elem_id="scope-banner", js_on_load=None)
-                        scope_clear = gr.Button("Search all papers", visible=False, elem_id="scope-clear",
-                                                size="sm", scale=0, min_width=150)
-                    chatbot = gr.Chatbot(label="Chat", height=480, examples=[{"text": x} for x in EXAMPLES],
-                                         placeholder="Ask a question about the papers, or pick an example.",
-                                         buttons=[], render_markdown=False, latex_delimiters=[],
-                                         elem_id="chat")
+        # On a phone the four tab names do not fit one row: they wrap, none hides in an overflow menu.
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Ask") as ask_tab:
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        with gr.Row(equal_height=False):
+                            scope = gr.Dropdown(backend.paper_choices(), multiselect=True, label="Restrict to papers",
+                                                info="Leave empty to search all papers.", elem_id="scope", scale=5)
+                            reset_btn = gr.Button("New chat", elem_id="reset-button", scale=0, min_width=110,
+                                                  size="sm", icon=None)
+                        with gr.Row(equal_height=True):
+                            banner = gr.HTML("", elem_id="scope-banner", js_on_load=None)
+                            scope_clear = gr.Button("Search all papers", visible=False, elem_id="scope-clear",
+                                                    size="sm", scale=0, min_width=150)
+                        chatbot = gr.Chatbot(label="Chat", height=480, examples=[{"text": x} for x in EXAMPLES],
+                                             placeholder="Ask a question about the papers, or pick an example.",
+                                             buttons=[], render_markdown=False, latex_delimiters=[],
+                                             elem_id="chat")
+                        with gr.Row():
+                            box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=8,
+                                             elem_id="question", max_lines=4, container=False)
+                            send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
+                        status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
+                        export_btn = gr.DownloadButton("Export chat (.md)", value=None, elem_id="export-chat",
+                                                       size="sm", variant="secondary", interactive=False)
+                    with gr.Column(scale=2, elem_id="evidence-col"):
+                        gr.Markdown("### Evidence")
+                        evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
+                gr.HTML("<button id='evidence-toggle' data-action='toggle-evidence'>Evidence</button>",
+                        js_on_load=None)
+                with gr.Accordion("Options", open=False):
                     with gr.Row():
-                        box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=8,
-                                         elem_id="question", max_lines=4, container=False)
-                        send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="ask-button")
-                    status = gr.HTML("", elem_classes=["status-line"], elem_id="status", js_on_load=None)
-                    export_btn = gr.DownloadButton("Export chat (.md)", value=None, elem_id="export-chat",
-                                                   size="sm", variant="secondary", interactive=False)
-                with gr.Column(scale=2, elem_id="evidence-col"):
-                    gr.Markdown("### Evidence")
-                    evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
-            gr.HTML("<button id='evidence-toggle' data-action='toggle-evidence'>Evidence</button>",
-                    js_on_load=None)
-            with gr.Accordion("Options", open=False):
+                        mode = gr.Radio(modes, value=default_mode, label="Answer mode",
+                                        info=None if settings.llm_configured else
+                                        "LLM mode appears when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
+                        k = gr.Slider(1, 10, value=settings.top_k, step=1, label="Papers retrieved")
+            with gr.Tab("Citation lookup"):
+                query = gr.Textbox(label="Method name, claim or topic", elem_id="lookup-query",
+                                   placeholder="e.g. Dynamic Motion Slider")
                 with gr.Row():
-                    mode = gr.Radio(modes, value=default_mode, label="Answer mode",
-                                    info=None if settings.llm_configured else
-                                    "LLM mode appears when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
-                    k = gr.Slider(1, 10, value=settings.top_k, step=1, label="Papers retrieved")
-        with gr.Tab("Citation lookup"):
-            query = gr.Textbox(label="Method name, claim or topic", elem_id="lookup-query",
-                               placeholder="e.g. Dynamic Motion Slider")
-            with gr.Row():
-                lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
-                lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
-            lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
-        from ui.grid import build_grid_tab
-        build_grid_tab(backend.holder, backend.paper_choices)
-        with gr.Tab("Papers"):
-            upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, PDF)",
-                                 file_count="multiple", type="filepath", elem_id="upload")
-            upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
-            paper_query = gr.Textbox(label="Search papers", placeholder="Words from a title, author or abstract",
-                                     elem_id="paper-search", max_lines=1)
-            table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False, wrap=True,
-                                 column_widths=PAPER_COLUMN_WIDTHS, elem_id="paper-table")
-            paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
+                    lookup_k = gr.Slider(1, 20, value=5, step=1, label="Results")
+                    lookup_btn = gr.Button("Find papers", variant="primary", elem_id="lookup-button")
+                lookup_out = gr.HTML(elem_id="lookup-results", js_on_load=None)
+            from ui.grid import build_grid_tab
+            build_grid_tab(backend.holder, backend.paper_choices)
+            with gr.Tab("Papers"):
+                upload_box = gr.File(label="Add papers: drop files here (JSONL, JSON, text, BibTeX, CSL-JSON, RIS, "
+                                     "PDF)", file_count="multiple", type="filepath", elem_id="upload")
+                upload_log = gr.HTML(elem_id="upload-log", js_on_load=None)
+                paper_query = gr.Textbox(label="Search papers", placeholder="Words from a title, author or abstract",
+                                         elem_id="paper-search", max_lines=1)
+                table = gr.Dataframe(paper_rows(papers), headers=PAPER_HEADERS, interactive=False, wrap=True,
+                                     column_widths=PAPER_COLUMN_WIDTHS, elem_id="paper-table")
+                paper_view = gr.HTML(elem_id="paper-view", js_on_load=None)
+                shown_paper = gr.State("")  # the id of the paper whose card is shown
+                remove_btn = gr.Button("Remove this paper from the index", variant="stop", visible=False,
+                                       elem_id="remove-paper")
 
         inputs = [box, chatbot, conversation, shown, mode, k, scope]
         outputs = [chatbot, evidence, status, conversation, shown, box]
@@ -793,7 +818,9 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
         scope_clear.click(lambda: gr.update(value=[]), None, scope, api_visibility="undocumented")
         query.submit(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
         lookup_btn.click(ui_lookup, [query, lookup_k], lookup_out, api_visibility="undocumented")
-        table.select(show_paper, None, paper_view, api_visibility="undocumented")
+        table.select(show_paper, None, [paper_view, shown_paper, remove_btn], api_visibility="undocumented")
+        remove_btn.click(remove_paper, shown_paper, [upload_log, paper_view, shown_paper, remove_btn],
+                         api_visibility="undocumented").then(**synced)
         upload_box.upload(upload, upload_box, upload_log, api_visibility="undocumented").then(**synced)
         demo.load(None, None, None, js=JS)
         gr.api(ask, api_name="ask")

@@ -70,7 +70,7 @@ def run_grid(holder: AssistantHolder, columns_text: str, paper_ids: list[str] | 
 
 def build_grid_tab(holder: AssistantHolder, choices: Callable[[], list[tuple[str, str]]]) -> dict[str, Any]:
     """The Grid tab's components and events, inside the caller's gr.Blocks; returns the components by name."""
-    with gr.Tab("Grid"):
+    with gr.Tab("Grid") as tab:
         columns = gr.Textbox(label="Columns (one per line: a default column or any question)", lines=5,
                              value="\n".join(COLUMNS), elem_id="grid-columns")
         with gr.Row():
@@ -85,5 +85,7 @@ def build_grid_tab(holder: AssistantHolder, choices: Callable[[], list[tuple[str
         return run_grid(holder, columns_text, paper_ids, query)
 
     build.click(go, [columns, papers, lookup], [table, download], api_visibility="undocumented")
+    # Papers added since start-up (an upload in any session) are choosable when the tab is opened.
+    tab.select(lambda: gr.update(choices=choices()), None, papers, api_visibility="undocumented")
     return {"columns": columns, "papers": papers, "lookup": lookup, "button": build, "table": table,
             "csv": download}

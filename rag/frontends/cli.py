@@ -21,6 +21,9 @@ from rag.errors import PapersError, QuestionError
 from rag.schema import record
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rag.index.ingest import IngestReport
     from rag.service import Assistant
     from rag.schema import Answer
     from rag.settings import Settings
@@ -153,9 +156,26 @@ def ingest(
     """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
     from rag.index.ingest import ingest as run_ingest
 
+    _run_ingest(lambda settings: run_ingest(settings, paths or None, rebuild=rebuild, progress=progress), json_out)
+
+
+@app.command()
+def remove(
+    paper_ids: list[str] = typer.Argument(..., help="Ids of the papers to take out (`papers list` shows them)."),
+    undo: bool = typer.Option(False, "--undo", help="Bring papers removed earlier back."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Take papers out of the index; their files are left as they are, and later ingests keep them out."""
+    from rag.index.ingest import remove as run_remove
+
+    _run_ingest(lambda settings: run_remove(settings, paper_ids, undo=undo, progress=False), json_out)
+
+
+def _run_ingest(run: Callable[[Settings], IngestReport], json_out: bool) -> None:
+    """Run an ingest (or a removal, which is one) and print its report as `papers ingest` does."""
     settings = _settings()
     try:
-        report = run_ingest(settings, paths or None, rebuild=rebuild, progress=progress)
+        report = run(settings)
     except PapersError as e:
         _fail(str(e), e.exit_code)
         return

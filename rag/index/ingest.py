@@ -13,19 +13,23 @@ store instead of deriving it, so nothing a killed ingest wrote is ever served st
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag import prompts
 from rag.corpus.scan import Paper, scan
+from rag.errors import QuestionError
 from rag.settings import Settings
 from rag.index.chunking import SectionChunks, WholeSentenceChunker
 from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
 from rag.index.paper_level import heading
 from rag.index.snapshot import Written, probe_ids
-from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, writer_lock
+from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, StoreError, writer_lock
 from rag.index.versions import (committed_index, ensure_local_index, publish_full_index, remove_other_versions,
                                 update_local_index)
 
@@ -114,6 +118,65 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
         return _ingest(settings, paths, rebuild=rebuild, embedder=embedder, progress=progress)
 
 
+# Papers taken out with `papers remove`, by id, with the file each came from: every later ingest leaves them out
+# (their files still hold them), until `papers remove --undo` brings them back.
+REMOVED_FILE = "removed.json"
+
+
+def removed_papers(settings: Settings) -> dict[str, dict[str, str]]:
+    """The papers `papers remove` took out: id -> {"source_key", "label", "title"}."""
+    path = settings.data_dir / REMOVED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise StoreError(f"cannot read the list of removed papers {path} ({e}): fix or delete it") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) and "source_key" in v for v in data.values()):
+        raise StoreError(f"{path} is not a list of removed papers: fix or delete it")
+    return data
+
+
+def _write_removed(settings: Settings, removed: dict[str, dict[str, str]]) -> None:
+    path = settings.data_dir / REMOVED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{REMOVED_FILE}.tmp")
+    tmp.write_text(json.dumps(removed, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)  # whole or not at all
+
+
+def remove(settings: Settings, paper_ids: list[str], *, undo: bool = False, embedder: BaseEmbedding | None = None,
+           progress: bool | None = None) -> IngestReport:
+    """Take papers out of the index (with `undo`, bring removed ones back) by re-ingesting the files they came
+    from with the papers left out: the store, the catalog and the local index change together, as for a file
+    edited to drop them, with the same guarantees against a killed process. The ids are kept in REMOVED_FILE, so
+    an ingest of their folder does not bring them back (an edit that changes a paper's text gives it a new id)."""
+    ids = list(dict.fromkeys(i.strip() for i in paper_ids if i and i.strip()))
+    if not ids:
+        raise QuestionError("no paper id given: `papers list` shows the ids")
+    with writer_lock(settings):
+        removed = removed_papers(settings)
+        if undo:
+            unknown = [i for i in ids if i not in removed]
+            if unknown:
+                raise QuestionError(f"not removed with `papers remove`: {', '.join(map(repr, unknown))}")
+            sources = [removed.pop(i)["source_key"] for i in ids]
+        else:
+            if not settings.chroma_host and not settings.chroma_dir.exists():
+                raise StoreError(f"no index at {settings.chroma_dir}: run `papers ingest` first")
+            found = Store.open(settings, create=True).get_papers(ids)
+            unknown = [i for i in ids if i not in found]
+            if unknown:
+                raise QuestionError(prompts.UNKNOWN_PAPERS.format(ids=", ".join(map(repr, unknown))))
+            for i in ids:
+                e = found[i]
+                removed[i] = {"source_key": e.source_key, "label": e.label, "title": e.title}
+            sources = [found[i].source_key for i in ids]
+        _write_removed(settings, removed)
+        return _ingest(settings, [Path(s) for s in dict.fromkeys(sources)], rebuild=False, embedder=embedder,
+                       progress=progress)
+
+
 def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embedder: BaseEmbedding | None,
             progress: bool | None) -> IngestReport:
     t0 = time.perf_counter()
@@ -142,6 +205,13 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
                  known_label=lambda content_hash, title: labels.get((content_hash, title)))
     report.phases["scan_s"] = time.perf_counter() - t
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
+    excluded = removed_papers(settings)
+    kept = [p for p in found.papers if p.paper_id not in excluded]
+    if len(kept) < len(found.papers):  # their files still hold them: left out as if the files did not
+        n = len(found.papers) - len(kept)
+        report.warnings.append(f"{n} paper{'s' * (n != 1)} left out: removed with `papers remove` "
+                               "(`papers remove --undo ID` brings one back)")
+        found.papers = kept
     report.papers_seen = len(found.papers)
 
     # Diff the scan against the catalog.

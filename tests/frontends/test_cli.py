@@ -94,6 +94,27 @@ def test_missing_index_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
     assert r.exit_code == 1 and "run `papers ingest` first" in r.output
 
 
+def test_remove_reports_like_ingest_and_names_unknown_ids(tmp_path: Path, tiny_corpus: Path, counting_embedder,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    from rag.index.ingest import ingest
+
+    from tests.conftest import make_settings
+
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    monkeypatch.setenv("PAPERS_DATA_DIR", str(s.data_dir))
+    monkeypatch.setenv("PAPERS_ENV_FILE", os.devnull)
+    listed = [json.loads(x) for x in CliRunner().invoke(app, ["list", "--json"]).stdout.splitlines()]
+    r = CliRunner().invoke(app, ["remove", listed[0]["paper_id"]])
+    assert r.exit_code == 0 and "1 removed" in r.stdout and f"{len(listed) - 1} papers indexed" in r.stdout, r.output
+    left = CliRunner().invoke(app, ["list", "--json"]).stdout.splitlines()
+    assert len(left) == len(listed) - 1 and listed[0]["paper_id"] not in "".join(left)
+    r = CliRunner().invoke(app, ["remove", "nope"])
+    assert r.exit_code == 2 and "no indexed paper has id 'nope'" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["remove", "--undo", "nope"])
+    assert r.exit_code == 2 and "not removed with `papers remove`" in r.output
+
+
 def test_bad_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAPERS_TOP_K", "-3")
     r = CliRunner().invoke(app, ["ask", "anything?"])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.index.ingest import ingest
+from rag.errors import QuestionError
+from rag.index.ingest import REMOVED_FILE, ingest, remove
 from rag.index.store import Store, StoreError
 
 from tests.conftest import ABSTRACTS, ROOT, make_settings, write_jsonl
@@ -29,6 +30,41 @@ def test_ingest_then_reingest_embeds_nothing(tmp_path: Path, tiny_corpus: Path, 
     assert counting_embedder.count == embedded, "an unchanged corpus must not be re-embedded"
     assert again.unchanged == 3 and not again.changed
     assert set(catalog(s)) == ids, "ids are stable across ingests"
+
+
+def test_removed_papers_leave_store_catalog_and_index_and_stay_out_until_undone(tmp_path: Path, tiny_corpus: Path,
+                                                                                counting_embedder) -> None:
+    from rag.index.snapshot import build_local_index
+    from rag.index.versions import ensure_local_index
+
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    before = catalog(s)
+    gone = sorted(before)[0]
+    report = remove(s, [gone], embedder=counting_embedder, progress=False)
+    assert report.removed == [gone] and not report.added and report.total_papers == len(before) - 1
+
+    def consistent() -> set[str]:
+        store = Store.open(s)
+        index = ensure_local_index(s, store)
+        assert set(index.papers) == set(catalog(s)) == set(build_local_index(store).papers)
+        assert store.chunks.count() == index.size == sum(e.n_chunks for e in index.papers.values())
+        return set(index.papers)
+
+    assert gone not in consistent()
+    again = ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)  # the file still holds it
+    assert not again.added and gone not in catalog(s)
+    assert any("removed with `papers remove`" in w for w in again.warnings)
+    with pytest.raises(QuestionError, match="no indexed paper has id 'nope'"):
+        remove(s, ["nope"], progress=False)
+    with pytest.raises(QuestionError, match="not removed"):
+        remove(s, [sorted(before)[1]], undo=True, progress=False)
+
+    back = remove(s, [gone], undo=True, embedder=counting_embedder, progress=False)
+    assert back.added == [gone] and consistent() == set(before)
+    (s.data_dir / REMOVED_FILE).write_text("{broken")
+    with pytest.raises(StoreError, match="removed papers"):
+        ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
 
 
 def test_changed_paper_is_reembedded_alone(tmp_path: Path, tiny_corpus: Path, counting_embedder) -> None:

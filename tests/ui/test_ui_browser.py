@@ -7,7 +7,6 @@ Screenshots go to test-artifacts/ui-*.png.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -18,16 +17,13 @@ import pytest
 
 from rag.schema import LookupHit
 from rag.service import Assistant
-from ui.app import CSS, build_app
+from ui.app import build_app
 
 from tests.conftest import CORPUS, ROOT, free_port, make_settings, write_jsonl
+from tests.ui.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, served  # noqa: F401 - re-exported
 
 pytestmark = pytest.mark.slow
 
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 WAIT = 60_000
 RECMEM_Q = "Over how many test steps does RecMem stay stable?"
 CORF_Q = "What speedup does CoRF report?"
@@ -97,22 +93,8 @@ def ui_settings(tmp_path_factory: pytest.TempPathFactory, beacon: Beacon, embedd
 
 @pytest.fixture(scope="module")
 def ui_url(ui_settings) -> Iterator[str]:  # noqa: ANN001
-    demo = build_app(ui_settings, Assistant(ui_settings))
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    with served(build_app(ui_settings, Assistant(ui_settings))) as url:
+        yield url
 
 
 @pytest.fixture()

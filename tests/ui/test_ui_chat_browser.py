@@ -10,25 +10,22 @@ from collections.abc import Iterator
 import pytest
 
 from rag.service import Assistant
-from ui.app import CSS, build_app
+from ui.app import build_app
 
-from tests.conftest import free_port
-from tests.ui.test_ui_browser import ARTIFACTS, WAIT, ask, browser, select_scope  # noqa: F401 - browser: fixture
+from tests.ui.conftest import ARTIFACTS, served
+from tests.ui.test_ui_browser import WAIT, ask, select_scope
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def chat_url(corpus_settings) -> Iterator[str]:  # noqa: ANN001
-    demo = build_app(corpus_settings, Assistant(corpus_settings))
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
+    with served(build_app(corpus_settings, Assistant(corpus_settings))) as url:
+        yield url
 
 
 @pytest.fixture()
-def chat_page(browser, chat_url: str):  # noqa: ANN001, ANN201, F811
+def chat_page(browser, chat_url: str):  # noqa: ANN001, ANN201
     context = browser.new_context(viewport={"width": 1400, "height": 950})
     pg = context.new_page()
     pg.goto(chat_url, wait_until="domcontentloaded")

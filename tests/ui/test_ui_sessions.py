@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +15,11 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from rag.service import Assistant
-from ui.app import CSS, build_app
+from ui.app import build_app
 
-from tests.conftest import CORPUS, free_port, make_settings, write_jsonl
-from tests.ui.test_ui_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, WAIT
+from tests.conftest import CORPUS, make_settings, write_jsonl
+from tests.ui.conftest import ARTIFACTS, served
+from tests.ui.test_ui_browser import WAIT
 
 pytestmark = pytest.mark.slow
 
@@ -34,22 +36,8 @@ def url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[str]:  #
 
     settings = make_settings(tmp_path_factory.mktemp("ui-sessions"), corpus_paths=[CORPUS])
     assert ingest(settings, embedder=embedder, progress=False).total_papers == 38
-    demo = build_app(settings, Assistant(settings))
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    with served(build_app(settings, Assistant(settings))) as address:
+        yield address
 
 
 def open_page(browser, url: str):  # noqa: ANN001, ANN201
@@ -66,8 +54,8 @@ def header_count(page) -> int:  # noqa: ANN001
     return int(m.group(1))
 
 
-def scope_options(page, typed: str) -> list[str]:  # noqa: ANN001
-    inp = page.locator("#scope input").first
+def scope_options(page, typed: str, box: str = "#scope") -> list[str]:  # noqa: ANN001
+    inp = page.locator(f"{box} input").first
     inp.click()
     inp.fill(typed)
     with contextlib.suppress(PlaywrightTimeout):  # no option matches: the list stays empty
@@ -79,11 +67,17 @@ def scope_options(page, typed: str) -> list[str]:  # noqa: ANN001
     return names
 
 
-def papers_tab_rows(page, query: str) -> str:  # noqa: ANN001
+def papers_tab_rows(page, query: str, expect: str | None = None) -> str:  # noqa: ANN001
+    """The Papers table after searching `query`: once it shows `expect` (default: the query), or after 10 s
+    (a loaded machine redraws late; a row that should be gone is given that long to go)."""
     page.get_by_role("tab", name="Papers").click()
     page.locator("#paper-search textarea, #paper-search input").first.fill(query)
-    page.wait_for_timeout(800)
-    return page.locator("#paper-table").inner_text()
+    table = page.locator("#paper-table")
+    deadline = time.monotonic() + 10
+    while (expect or query) not in (rows := table.inner_text()) and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(500)  # a redraw still on its way (the row that should be gone)
+    return table.inner_text()
 
 
 def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> None:  # noqa: ANN001
@@ -116,10 +110,13 @@ def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> 
             ctx_new.close()
 
         # The page that was open all along catches up on its next interaction (here: opening the Papers tab).
-        rows = papers_tab_rows(already_open, "greenhouse irrigation")  # the search covers the abstract
+        rows = papers_tab_rows(already_open, "greenhouse irrigation", "FernLoop")  # the search covers the abstract
         assert "FernLoop" in rows and "QuillNet" not in rows
         assert header_count(already_open) == 40
         already_open.screenshot(path=str(ARTIFACTS / "ui-sessions-open-page.png"))
+        already_open.get_by_role("tab", name="Grid").click()  # the grid's paper picker, too
+        grid_options = scope_options(already_open, "QuillNet", "#grid-papers")
+        assert grid_options == ["QuillNet — QuillNet: handwriting recognition for field notebooks"], grid_options
 
         uploader.reload(wait_until="domcontentloaded")
         uploader.locator("#question textarea").wait_for(timeout=WAIT)
@@ -128,3 +125,30 @@ def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> 
     finally:
         ctx_up.close()
         ctx_open.close()
+
+
+def test_a_paper_removed_in_one_session_is_gone_from_every_session(browser, url: str) -> None:  # noqa: ANN001
+    ctx_a, remover = open_page(browser, url)
+    ctx_b, other = open_page(browser, url)
+    try:
+        count = header_count(remover)
+        rows = papers_tab_rows(remover, "RecMem")
+        assert "RecMem" in rows
+        remover.locator("#paper-table").get_by_text("RecMem").last.click()  # the first is the table's hidden copy
+        button = remover.locator("#remove-paper")
+        button.wait_for(timeout=WAIT)
+        assert "RecMem" in button.inner_text()
+        button.click()
+        remover.locator("#upload-log").get_by_text("1 removed").wait_for(timeout=180_000)
+        assert "papers remove --undo" in remover.locator("#upload-log").inner_text()
+        remover.wait_for_function(f"document.body.innerText.includes('{count - 1} papers indexed. Every answer')",
+                                  timeout=WAIT)
+        assert "RecMem" not in papers_tab_rows(remover, "RecMem")
+        remover.screenshot(path=str(ARTIFACTS / "ui-remove-paper.png"))
+        assert "RecMem" not in papers_tab_rows(other, "RecMem")  # the other session redraws from the index
+        assert header_count(other) == count - 1
+        other.get_by_role("tab", name="Ask").click()
+        assert scope_options(other, "RecMem") == []
+    finally:
+        ctx_a.close()
+        ctx_b.close()
