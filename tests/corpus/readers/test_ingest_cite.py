@@ -80,8 +80,11 @@ def test_answers_cite_title_authors_and_page(library: Settings, question: str, t
     # a PDF's quote carries page and section ("p. 2, §3"), in the reference line too
     assert top.reference.startswith(title) and (f"p. {page}, " in top.reference) == (page is not None)
     if page is not None:
-        assert top.section and re.match(r"\d", top.section), top
-        assert f"p. {page}, §{top.section.split()[0]}." in top.reference
+        # The quote's section: a numbered one in the body, or the abstract when it states the fact as well (which
+        # of two near-certain sentences leads can differ with the vectors, bf16 on CPUs that have it, fp32 else).
+        assert top.section == "Abstract" or re.match(r"\d", top.section), top
+        where = f"§{top.section.split()[0]}" if re.match(r"\d", top.section) else "abstract"
+        assert f"p. {page}, {where}." in top.reference, top.reference
     d = answer.to_dict()
     assert d["citations"][0]["title"] == title and d["citations"][0]["page"] == page
     assert d["retrieved"][0]["title"] == title
