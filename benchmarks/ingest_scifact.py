@@ -201,7 +201,6 @@ def guard(runtime: str, fill_missing: bool = True) -> dict:
 def speed(runtime: str, n_papers: int, rounds: int = 1) -> dict:
     """Throughput of ingest against both encode floors on the same chunk texts, then re-ingest, add one paper,
     queries, disk and memory. Floors and ingest alternate so machine noise falls on all of them."""
-    import numpy as np
 
     from rag.index.ingest import ingest
 

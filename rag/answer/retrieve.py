@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from rag.answer import fitted
 from rag.corpus.references import reference_line

@@ -74,7 +74,7 @@ def papers_tab_rows(page, query: str, expect: str | None = None) -> str:  # noqa
     page.locator("#paper-search textarea, #paper-search input").first.fill(query)
     table = page.locator("#paper-table")
     deadline = time.monotonic() + 10
-    while (expect or query) not in (rows := table.inner_text()) and time.monotonic() < deadline:
+    while (expect or query) not in table.inner_text() and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     page.wait_for_timeout(500)  # a redraw still on its way (the row that should be gone)
     return table.inner_text()
