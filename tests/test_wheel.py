@@ -41,7 +41,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
           str(copy)])
     wheel = next((tmp / "dist").glob("papers_qa-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("rag/answer/fitted/evidence.json", "rag/answer/fitted/retrieval.json", "rag/corpus/readers/pdf.py",
+    for needed in ("rag/answer/fitted/evidence.json", "rag/answer/fitted/retrieval.json", "rag/answer/fitted/lookup.json",
+                   "rag/answer/fitted/grid.json", "rag/corpus/readers/pdf.py",
                    "rag/frontends/mcp_server.py", "ui/app.css", "eval/questions.jsonl"):
         assert needed in names, needed
     env_dir = tmp / "venv"
@@ -74,3 +75,8 @@ def test_the_installed_wheel_ingests_and_answers(installed: Path, tmp_path: Path
     out = json.loads(_run([papers, "ask", "--json", "How many microbial genomes does FMP recover?"], env=env,
                           cwd=tmp_path).stdout)
     assert out["citations"][0]["label"] == "FMP" and "3,400" in out["lead"] and not out["abstained"]
+    found = json.loads(_run([papers, "cite", "--json", "Frostline Metagenomic Profiling"], env=env,
+                            cwd=tmp_path).stdout)  # strength from the fitted lookup model
+    assert found["results"][0]["label"] == "FMP" and found["results"][0]["strength"] in ("strong", "weak"), found
+    grid = json.loads(_run([papers, "grid", "--format", "json", "--column", "method"], env=env, cwd=tmp_path).stdout)
+    assert grid["rows"] and grid["rows"][0]["cells"], grid  # the fitted grid model

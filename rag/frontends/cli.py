@@ -1,4 +1,4 @@
-"""`papers`: ingest, ask, cite, grid, list, chat, ui, mcp, serve and eval from the terminal.
+"""`papers`: ingest, remove, ask, cite, grid, list, chat, ui, mcp, serve and eval from the terminal.
 
 Heavy libraries (torch, chromadb, llama-index, gradio) and the modules that load them (the service, settings,
 ingest, the servers) are imported inside the commands that need them, so `papers --help` and argument errors
