@@ -60,6 +60,12 @@ _LOOKUP_RE = re.compile(r"^\s*(?:which|what|any|is\s+there\s+a|are\s+there)\s+(?
 _FUNCTION_WORDS = frozenset("""a an the and or of on in for with at to by from what how about is are was were does do
     did its their it they them this that than compared versus vs""".split())
 MAX_LOOKBACK = 4  # earlier turns a reference may reach
+# "Which of the 17 text models disclosed its identity?": a possessive after a "which ..." subject and its verb
+# (not an auxiliary, so the wh-phrase is the subject) is bound by that subject, not by an earlier paper.
+_AUX = r"(?!(?:does|do|did|is|are|was|were|has|have|had|can|could|would|will|should|may|might|its|their|it)\b)"
+_BOUND_POSSESSIVE_RE = re.compile(
+    r"^\s*which\s+(?:of\s+(?:the\s+)?)?(?:" + _AUX + r"[\w-]+\s+){0,3}?" + _AUX + r"[a-z][\w-]*\s+" + _AUX +
+    r"[a-z]+(?:ed|es|s)\b[^?]*?\b(?:its|their)\b", re.I)
 
 
 @dataclass
@@ -206,6 +212,10 @@ def resolve(question: str, history: Sequence[TurnRecord], named: Callable[[str],
     what_about = _WHAT_ABOUT_RE.match(body)
     plural = bool(_PLURAL_RE.search(body)) or (bool(_THEY_RE.search(body)) and bool(_COMPARISON_RE.search(body)))
     singular = bool(_SINGULAR_RE.search(body)) or (bool(_THEY_RE.search(body)) and not plural)
+    if singular and not plural and _BOUND_POSSESSIVE_RE.match(body):
+        # its/their bound inside the question is no reference, unless another one is there too ("it", "this X").
+        rest = re.sub(r"\b(?:its|their)\b", " ", body, flags=re.I)
+        singular = bool(_SINGULAR_RE.search(rest)) or bool(_THEY_RE.search(rest))
     previous = next((t for t in reversed(history) if t.searched), None)
     if names:
         if what_about and previous is not None and not _QUESTION_START_RE.match(what_about.group(1)):

@@ -55,6 +55,16 @@ def test_a_pronoun_means_the_last_paper() -> None:
     assert r.papers == ["a"] and "RecMem" in r.question
 
 
+def test_a_possessive_bound_inside_the_question_is_no_reference() -> None:
+    chat = ("What does CoRF speed up?", ["b"])
+    r = ask("which of the 17 text models disclosed its identity most reliably?", chat)
+    assert r.papers is None and "CoRF" not in r.question and not r.depends  # "its": the model's own identity
+    r = ask("which benchmark is used in its evaluation?", chat)  # the wh-phrase is not the subject: CoRF's
+    assert r.papers == ["b"] and "CoRF's evaluation" in r.question
+    r = ask("which variant of it halves its memory use?", chat)  # another reference ("it") still refers back
+    assert r.papers == ["b"]
+
+
 def test_they_after_two_papers_means_both() -> None:
     chat = (("What does RecMem do?", ["a"]), ("What does CoRF speed up?", ["b"]))
     for q in ("How do they differ?", "do both of them use GRPO?", "which of the two is training-free?",
