@@ -44,6 +44,10 @@ FOLDS = 5
 MIN_DF = 0.01   # a cue word is used by at least 1% of the training abstracts
 SMOOTH = 1.0    # add-one smoothing of the cue log-odds
 SEED = 13
+PDF_LABELS = ROOT / "eval" / "labels" / "grid_labels_pdfs.jsonl"
+# The share of the fit the PDF abstracts weigh, beside SciFact's as 1: chosen by leave-one-paper-out on the
+# PDFs among these values (--pdf-share overrides).
+PDF_SHARES = (0.0, 0.25, 0.5, 1.0)
 
 # Section label words (the first word of a label) -> the grid columns they state. A label naming two parts
 # ("DESIGN, SETTING, AND PARTICIPANTS") states both.
@@ -71,6 +75,7 @@ class Abstract:
     doc_id: str
     sentences: list[str]     # label words removed
     roles: list[set[str]]    # columns each sentence states
+    source: str = "scifact"  # "scifact" or "pdfs"
 
 
 def header_roles(sentence: str) -> tuple[set[str], str] | None:
@@ -114,6 +119,33 @@ def load_structured(folder: Path) -> list[Abstract]:
     return out
 
 
+def load_pdf_labels(folder: Path, labels: Path = PDF_LABELS) -> list[Abstract]:
+    """The abstracts of the real published PDFs in `folder` as this project's reader reads them, with the hand
+    labels of which sentences state each column (matched by text, so a reader change that alters a labelled
+    sentence is an error here rather than a silent mislabel)."""
+    from rag.answer.grid import paper_sentences
+    from rag.corpus.readers.pdf import parse_pdf
+
+    rows = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for file in dict.fromkeys(r["file"] for r in rows):
+        sentences = paper_sentences(parse_pdf(folder / file).abstract)
+        roles: list[set[str]] = [set() for _ in sentences]
+        for r in (x for x in rows if x["file"] == file):
+            for text in r["texts"]:
+                if text not in sentences:
+                    raise SystemExit(f"{labels}: {file}: labelled sentence not in the abstract as read: {text[:80]!r}")
+                roles[sentences.index(text)].add(r["column"])
+        out.append(Abstract(file, sentences, roles, "pdfs"))
+    return out
+
+
+def _weights(abstracts: list[Abstract], pdf_share: float) -> list[float]:
+    """Per-abstract weights: the PDF abstracts together weigh `pdf_share` of the SciFact ones together."""
+    n = {s: sum(a.source == s for a in abstracts) for s in ("scifact", "pdfs")}
+    return [(pdf_share / n["pdfs"]) if a.source == "pdfs" else (1.0 / n["scifact"]) for a in abstracts]
+
+
 def learn_cues(train: list[Abstract], column: str) -> dict[str, float]:
     """Smoothed log-odds of each common word in the column's sentences against all other sentences."""
     df: Counter[str] = Counter()
@@ -140,44 +172,49 @@ def evidence(a: Abstract, column: str) -> list[float]:
     return _EVIDENCE[key]
 
 
-def _matrix(abstracts: list[Abstract], column: str, cues: dict[str, float]) -> tuple[list[list[float]], list[int]]:
-    X, y = [], []
-    for a in abstracts:
-        for f, r in zip(sentence_features(a.sentences, evidence(a, column), cues), a.roles):
+def _matrix(abstracts: list[Abstract], column: str, cues: dict[str, float], weights: list[float]
+            ) -> tuple[list[list[float]], list[int], list[float]]:
+    X, y, w = [], [], []
+    for a, wa in zip(abstracts, weights):
+        for f, r in zip(sentence_features(a.sentences, evidence(a, column), cues, COLUMNS[column]), a.roles):
             X.append([f[k] for k in FEATURES])
             y.append(1 if column in r else 0)
-    return X, y
+            w.append(wa)
+    return X, y, w
 
 
 def _probs(a: Abstract, column: str, m: ColumnModel) -> list[float]:
     out = []
-    for f in sentence_features(a.sentences, evidence(a, column), m.cues):
+    for f in sentence_features(a.sentences, evidence(a, column), m.cues, COLUMNS[column]):
         z = m.bias + sum(m.weights[k] * f[k] for k in FEATURES)
         out.append(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z)))))
     return out
 
 
-def fit_column(train: list[Abstract], column: str) -> ColumnModel:
+def fit_column(train: list[Abstract], column: str, pdf_share: float = 0.0) -> ColumnModel:
     """Cue words, logistic weights and the not-stated threshold for one column, from training abstracts only."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    cues = learn_cues(train, column)
-    X, y = _matrix(train, column, cues)
-    X, y = np.asarray(X), np.asarray(y)
+    cues = learn_cues([a for a in train if a.source == "scifact"], column)
+    weights = _weights(train, pdf_share)
+    X, y, sw = _matrix(train, column, cues, weights)
+    X, y, sw = np.asarray(X), np.asarray(y), np.asarray(sw)
     if y.sum() == 0:
         return ColumnModel({k: 0.0 for k in FEATURES}, -30.0, 1.0, cues)
     scaler = StandardScaler().fit(X)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
-    clf = LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced").fit((X - scaler.mean_) / scale, y)
+    # balanced classes within the weighted sample (what class_weight="balanced" does without sample weights)
+    sw = sw * np.where(y == 1, sw.sum() / (2 * sw[y == 1].sum()), sw.sum() / (2 * sw[y == 0].sum()))
+    clf = LogisticRegression(C=1.0, max_iter=2000).fit((X - scaler.mean_) / scale, y, sample_weight=sw / sw.mean())
     w = clf.coef_[0] / scale
     bias = float(clf.intercept_[0] - (w * scaler.mean_).sum())
     m = ColumnModel({k: round(float(v), 5) for k, v in zip(FEATURES, w)}, round(bias, 5), 1.0, cues)
     # Threshold: the abstract's best probability that best separates abstracts stating the column from the rest.
-    best = [(max(_probs(a, column, m)), any(column in r for r in a.roles)) for a in train]
-    grid = sorted({round(b, 3) for b, _ in best} | {1.01})
-    m.stated_at = max(grid, key=lambda t: (sum((b >= t) == s for b, s in best), -abs(t - 0.5)))
+    best = [(max(_probs(a, column, m)), any(column in r for r in a.roles), wa) for a, wa in zip(train, weights)]
+    grid = sorted({round(b, 3) for b, _, _ in best} | {1.01})
+    m.stated_at = max(grid, key=lambda t: (round(sum(wa for b, s, wa in best if (b >= t) == s), 9), -abs(t - 0.5)))
     return m
 
 
@@ -195,23 +232,37 @@ def measure_column(test: list[Abstract], column: str, m: ColumnModel) -> dict[st
             "not_stated_right": ns_right / len(test), "abstracts": len(test)}
 
 
-def fit(abstracts: list[Abstract]) -> GridModel:
-    return GridModel({c: fit_column(abstracts, c) for c in COLUMNS})
+def fit(abstracts: list[Abstract], pdf_share: float = 0.0) -> GridModel:
+    return GridModel({c: fit_column(abstracts, c, pdf_share) for c in COLUMNS})
 
 
-def cross_validate(abstracts: list[Abstract]) -> dict[str, dict[str, float]]:
+def cross_validate(abstracts: list[Abstract], pdfs: list[Abstract], pdf_share: float
+                   ) -> dict[str, dict[str, dict[str, float]]]:
+    """SciFact: FOLDS folds by abstract (each fitted with every PDF abstract); PDFs: leave one paper out (each
+    fitted with every SciFact abstract). Cell right is averaged over folds, pooled over the PDF papers."""
     order = abstracts[:]
     random.Random(SEED).shuffle(order)
     folds = [order[i::FOLDS] for i in range(FOLDS)]
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, dict[str, float]]] = {"scifact": {}, "pdfs": {}}
     for c in COLUMNS:
         sums: dict[str, list[float]] = {}
         for i, test in enumerate(folds):
-            train = [a for j, f in enumerate(folds) if j != i for a in f]
-            for k, v in measure_column(test, c, fit_column(train, c)).items():
+            train = [a for j, f in enumerate(folds) if j != i for a in f] + pdfs
+            for k, v in measure_column(test, c, fit_column(train, c, pdf_share)).items():
                 sums.setdefault(k, []).append(v)
-        out[c] = {k: round(sum(kept) / max(1, len(kept)), 4)
-                  for k, vs in sums.items() for kept in [[v for v in vs if not math.isnan(v)]]}
+        out["scifact"][c] = {k: round(sum(kept) / max(1, len(kept)), 4)
+                             for k, vs in sums.items() for kept in [[v for v in vs if not math.isnan(v)]]}
+        if pdfs:
+            right = have = ns_right = 0
+            for i, test in enumerate(pdfs):
+                r = measure_column([test], c, fit_column(abstracts + pdfs[:i] + pdfs[i + 1:], c, pdf_share))
+                if not math.isnan(r["cell_right"]):
+                    have += 1
+                    right += r["cell_right"]
+                ns_right += r["not_stated_right"]
+            out["pdfs"][c] = {"cell_right": round(right / have, 4) if have else float("nan"),
+                              "not_stated_right": round(ns_right / len(pdfs), 4), "stated_share": have / len(pdfs),
+                              "abstracts": len(pdfs)}
     return out
 
 
@@ -220,25 +271,46 @@ def to_json(model: GridModel, meta: dict[str, Any]) -> str:
                       indent=1, ensure_ascii=False) + "\n"
 
 
+def _print_cv(cv: dict[str, dict[str, dict[str, float]]]) -> None:
+    for source, cols in cv.items():
+        for c, m in cols.items():
+            print(f"  {source:<8} {c:<11} cell right {m['cell_right']:.3f}  not stated right "
+                  f"{m['not_stated_right']:.3f}  (share stating it {m['stated_share']:.3f})")
+
+
+def _mean_pdf(cv: dict[str, dict[str, dict[str, float]]]) -> float:
+    vals = [m[k] for m in cv["pdfs"].values() for k in ("cell_right", "not_stated_right") if not math.isnan(m[k])]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "scifact")
+    ap.add_argument("--pdfs", type=Path, default=ROOT.parent / "shared" / "real-pdfs",
+                    help="the real PDFs whose abstracts eval/labels/grid_labels_pdfs.jsonl labels")
+    ap.add_argument("--pdf-share", type=float, help="the PDF abstracts' share of the fit (default: chosen)")
     ap.add_argument("--write", action="store_true", help="store the model fitted on all abstracts")
     ap.add_argument("--labels-data", type=Path, help="a data dir indexing corpus/: measure on the seed labels")
     args = ap.parse_args()
     abstracts = load_structured(args.scifact)
-    print(f"SciFact structured abstracts used: {len(abstracts)}")
-    cv = cross_validate(abstracts)
-    print(f"{FOLDS}-fold cross-validation on SciFact (held-out abstracts):")
-    for c, m in cv.items():
-        print(f"  {c:<11} cell right {m['cell_right']:.3f}  not stated right {m['not_stated_right']:.3f}  "
-              f"(share stating it {m['stated_share']:.3f})")
-    model = fit(abstracts)
+    pdfs = load_pdf_labels(args.pdfs) if args.pdfs.is_dir() else []
+    print(f"SciFact structured abstracts used: {len(abstracts)}; labelled PDF abstracts: {len(pdfs)}")
+    shares = [args.pdf_share] if args.pdf_share is not None else list(PDF_SHARES if pdfs else (0.0,))
+    runs = {}
+    for share in shares:
+        cv = cross_validate(abstracts, pdfs, share)
+        print(f"PDF share {share}: {FOLDS}-fold cross-validation on SciFact, leave one paper out on the PDFs:")
+        _print_cv(cv)
+        runs[share] = cv
+    share = max(runs, key=lambda s: (round(_mean_pdf(runs[s]), 6), -s))
+    print(f"PDF share chosen: {share}")
+    model = fit(abstracts + pdfs, share)
     for c, m in model.columns.items():
         print(f"  {c:<11} stated_at {m.stated_at:.3f}  weights " +
               ", ".join(f"{k}={v:+.2f}" for k, v in m.weights.items()))
-    meta = {"fitted_on": f"SciFact structured abstracts ({len(abstracts)})", "folds": FOLDS,
-            "cross_validation": cv, "script": "eval/fit_grid.py"}
+    meta = {"fitted_on": f"SciFact structured abstracts ({len(abstracts)}) and the labelled abstracts of "
+                         f"{len(pdfs)} real PDFs (share {share})",
+            "folds": FOLDS, "pdf_share": share, "cross_validation": runs[share], "script": "eval/fit_grid.py"}
     if args.write:
         OUT.write_text(to_json(model, meta), encoding="utf-8")
         print(f"wrote {OUT}")

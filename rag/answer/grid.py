@@ -47,9 +47,20 @@ COLUMNS: dict[str, str] = {
 }
 COLUMN_ALIASES = {"data/benchmarks": "data", "benchmarks": "data", "headline result": "result",
                   "results": "result", "limitations": "limitation", "methods": "method"}
-FEATURES = ("first", "last", "position", "position_sq", "cue", "cue_max", "evidence", "has_number", "length")
+FEATURES = ("first", "last", "position", "position_sq", "cue", "cue_max", "evidence", "has_number", "length",
+            "column_words", "contribution", "contrast")
 NOT_STATED = "not stated"
 _WORD_RE = re.compile(r"[a-z][a-z'-]+|\d+(?:\.\d+)?%?")
+# Discourse markers of academic English, the same in any field; their weight per column is fitted.
+# A contribution statement: the authors as subject of a verb that puts something forward ("we propose X",
+# "this paper describes ...", "here we introduce ...").
+_CONTRIBUTION_RE = re.compile(
+    r"\b(?:we|our\s+(?:work|paper)|this\s+(?:paper|work|article|study))\s+(?:\w+\s+){0,2}?"
+    r"(?:propose|introduce|present|develop|design|describe|formulate)s?\b", re.IGNORECASE)
+# A sentence that opens by contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...").
+_CONTRAST_RE = re.compile(r"^\s*(?:however|but|yet|unfortunately|despite|although|though|while|whereas|nevertheless|"
+                          r"nonetheless|still)\b", re.IGNORECASE)
+_QUESTION_STOP = frozenset("what which does do the a an of or and paper papers use state main is are to".split())
 
 
 @dataclass
@@ -94,15 +105,29 @@ def tokens(sentence: str) -> list[str]:
     return out
 
 
-def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues: dict[str, float]
-                      ) -> list[dict[str, float]]:
+def _stem(word: str) -> str:
+    return word[:5]
+
+
+def column_stems(question: str) -> frozenset[str]:
+    """The content words of a column's question, cut to a common stem ("datasets" -> "datas", "propose" ->
+    "propo"): a sentence that uses the column's own words ("we propose", "on three benchmarks") is about it."""
+    return frozenset(_stem(w) for w in _WORD_RE.findall(question.lower())
+                     if not w[0].isdigit() and w not in _QUESTION_STOP)
+
+
+def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues: dict[str, float],
+                      question: str = "") -> list[dict[str, float]]:
     """FEATURES of every sentence of one abstract for one column (`evidence`: the evidence scorer's probability
-    of each sentence for the column's question)."""
+    of each sentence for the column's question; `question`: the column's question, whose words are matched)."""
     n = len(sentences)
+    stems = column_stems(question)
     out = []
     for j, s in enumerate(sentences):
         pos = j / (n - 1) if n > 1 else 0.0
-        weights = [cues[t] for t in tokens(s) if t in cues]
+        toks = tokens(s)
+        weights = [cues[t] for t in toks if t in cues]
+        seen = {_stem(t) for t in toks}
         out.append({
             "first": 1.0 if j == 0 else 0.0, "last": 1.0 if j == n - 1 and n > 1 else 0.0,
             "position": pos, "position_sq": pos * pos,
@@ -111,6 +136,9 @@ def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues:
             "evidence": evidence[j] if j < len(evidence) else 0.0,
             "has_number": 1.0 if re.search(r"\d", s) else 0.0,
             "length": min(len(s.split()), 80) / 40.0,
+            "column_words": len(stems & seen) / len(stems) if stems else 0.0,
+            "contribution": 1.0 if _CONTRIBUTION_RE.search(s) else 0.0,
+            "contrast": 1.0 if _CONTRAST_RE.search(s) else 0.0,
         })
     return out
 
@@ -145,7 +173,7 @@ def role_probabilities(column: str, paper_id: str, sentences: Sequence[str], mod
     """Probability that each sentence states the default column (problem, method, ...)."""
     m = (model or load_model()).columns[column]
     ev = column_evidence(COLUMNS[column], paper_id, sentences, constants)
-    return [_sigmoid_sum(f, m) for f in sentence_features(sentences, ev, m.cues)]
+    return [_sigmoid_sum(f, m) for f in sentence_features(sentences, ev, m.cues, COLUMNS[column])]
 
 
 @dataclass
