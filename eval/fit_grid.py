@@ -1,23 +1,30 @@
-"""Fit the papers grid's column model (rag/answer/grid.py) on SciFact structured abstracts; report it on held-out
-folds and on the hand labels of the seed papers, which it is never fitted on.
+"""Fit the papers grid's column model (rag/answer/grid.py) on SciFact structured abstracts and the hand-labelled
+abstracts of the real PDFs; report it on held-out folds and on the hand labels of the seed papers, which it is
+never fitted on.
 
-    python eval/fit_grid.py [--scifact ../shared/scifact] [--write] [--labels-data DATA_DIR]
+    python eval/fit_grid.py [--scifact ../shared/scifact] [--pdfs ../shared/real-pdfs] [--pdf-share S] [--write]
+                            [--labels-data DATA_DIR]
 
-Training data: the 977 structured abstracts of SciFact's corpus, whose sentences open their section with its
-label ("BACKGROUND ...", "METHODS ...", "RESULTS ..."); every later sentence belongs to the same section. A
-section label maps to a grid column (`SECTIONS`); an abstract with no section of a column does not state it.
-The label words are removed from the sentence before any feature is computed (no abstract outside SciFact
-carries them).
+Training data:
+- the structured abstracts of SciFact's corpus, whose sentences open their section with its label
+  ("BACKGROUND ...", "METHODS ...", "RESULTS ..."); every later sentence belongs to the same section. A section
+  label maps to a grid column (`SECTIONS`); an abstract with no section of a column does not state it. The label
+  words are removed from the sentence before any feature is computed (no abstract outside SciFact carries them);
+- the abstracts of the real published PDFs (machine learning, speech, vision) as this project's reader reads
+  them, with eval/labels/grid_labels_pdfs.jsonl saying which sentences state each column. Biomedical abstracts
+  alone do not teach that "we propose X" states a method.
 
-Per column: cue words are the smoothed log-odds of a word in the column's sentences against the others, over
-words used by at least MIN_DF of the abstracts (general academic vocabulary, not one field's terms); a logistic
-regression (scikit-learn) over rag.answer.grid.FEATURES scores each sentence; the "not stated" threshold is the
-value of an abstract's best sentence probability that best separates abstracts with the section from those
-without (training abstracts only). Reported: FOLDS-fold cross-validation by abstract (cell right = the
-likeliest sentence is in the column's section, over abstracts that have it; not stated right = the stated /
-not-stated call matches, over all abstracts). `--write` stores the model fitted on all abstracts in
-rag/answer/fitted/grid.json. With `--labels-data` (a data dir whose index holds corpus/), the written or shipped
-model is measured on eval/labels/grid_labels.jsonl as `eval/grid_eval.py` does.
+Per column: cue words are the smoothed log-odds of a word in the column's SciFact sentences against the others,
+over words used by at least MIN_DF of those abstracts (general academic vocabulary, not one field's terms); a
+logistic regression (scikit-learn) over rag.answer.grid.FEATURES scores each sentence, the PDF abstracts
+together weighing a share of the SciFact ones together (PDF_SHARES, chosen by leave-one-paper-out on the PDFs);
+the "not stated" threshold is the value of an abstract's best sentence probability that best separates
+abstracts with the column from those without (training abstracts only, weighted the same way). Reported:
+FOLDS-fold cross-validation by abstract on SciFact and leave-one-paper-out on the PDFs (cell right = the
+likeliest sentence states the column, over abstracts that have it; not stated right = the stated / not-stated
+call matches, over all abstracts). `--write` stores the model fitted on all abstracts in
+rag/answer/fitted/grid.json. With `--labels-data` (a data dir whose index holds corpus/), the fitted model is
+measured on eval/labels/grid_labels.jsonl as `eval/grid_eval.py` does.
 """
 
 from __future__ import annotations
