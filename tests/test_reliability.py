@@ -43,9 +43,12 @@ def assert_consistent(settings, expected_ids: set[str]) -> None:  # noqa: ANN001
     assert per_paper == {pid: e.n_chunks for pid, e in catalog.items()}, "every paper's chunks exactly once"
 
 
+N_KILLED = 6000
+
+
 @pytest.mark.slow
 def test_killed_ingest_resumes_and_keeps_every_paper_once(tmp_path: Path) -> None:
-    corpus = write_jsonl(tmp_path / "big.jsonl", synthetic_papers(2000))
+    corpus = write_jsonl(tmp_path / "big.jsonl", synthetic_papers(N_KILLED))  # still embedding at the later kills
     data = tmp_path / "data"
     kills = 0
     for delay in (4.0, 12.0, 25.0):  # start-up, early embedding, later batches
@@ -61,12 +64,12 @@ def test_killed_ingest_resumes_and_keeps_every_paper_once(tmp_path: Path) -> Non
     done = run_cli(data, "ingest", "--json", str(corpus))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["total_papers"] == 2000
+    assert report["total_papers"] == N_KILLED
     settings = make_settings(data)
-    assert_consistent(settings, {f"p{i:05d}" for i in range(2000)})
+    assert_consistent(settings, {f"p{i:05d}" for i in range(N_KILLED)})
     release_reader_lock(settings)  # this process is done reading: the next ingest may write
     again = json.loads(run_cli(data, "ingest", "--json", str(corpus)).stdout)
-    assert again["unchanged"] == 2000 and again["chunks_embedded"] == 0
+    assert again["unchanged"] == N_KILLED and again["chunks_embedded"] == 0
     a = Assistant(settings).ask("Which paper proposes Method01234?")
     assert a.citations[0].paper_id == "p01234"
 
