@@ -68,10 +68,6 @@ async def main_async(args: argparse.Namespace, settings, log_dir: Path) -> None:
     try:
         async with Client(stdio, read_timeout_seconds=300) as mcp_stdio, \
                 Client(f"http://127.0.0.1:{mcp_port}/mcp", read_timeout_seconds=300) as mcp_http:
-            def streamed(q: str) -> str:
-                return "".join(c.choices[0].delta.content or "" for c in oai.chat.completions.create(
-                    model="papers", messages=[{"role": "user", "content": q}], stream=True))
-
             def chat(q: str) -> float:
                 r = oai.chat.completions.create(model="papers", messages=[{"role": "user", "content": q}])
                 return r.model_extra["papers"]["timings_ms"]["total_ms"]

@@ -116,6 +116,7 @@ class LookupHit:
     reference: str
     strength: str = "none"  # how well the best sentence carries the query: 'strong', 'weak' or 'none'
     evidence: float = 0.0   # the evidence scorer's probability for that sentence
+    match: float = 0.0      # the lookup model's probability that this is the paper asked for (sets `strength`)
     title: str = ""
     authors: str = ""
     year: str = ""

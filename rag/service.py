@@ -275,18 +275,22 @@ class Assistant:
 
     # --- lookup and listing -------------------------------------------------------------------------
 
-    def cite(self, query: str, k: int | None = None) -> list[LookupHit]:
+    def cite(self, query: str, k: int | None = None, paper_ids: list[str] | None = None) -> list[LookupHit]:
         """Citation lookup: papers matching a method name, claim or topic, best first, with the best sentence and
         how far a reviewer can rely on it (rag/answer/lookup.py: a model fitted on labelled lookups and
-        off-topic queries; strong hits were the paper asked for at least 9 times in 10 on held-out folds)."""
+        off-topic queries; strong hits were the paper asked for at least 9 times in 10 on held-out folds).
+        `paper_ids` restricts the lookup to those papers: the UI's evidence panel words an answer's retrieved
+        papers with this same scorer."""
         q = clean_question(query, self.settings.max_question_chars)
-        retrieval = self.retriever.complete(self.retriever.retrieve(q, k=k))
+        self.check_paper_ids(paper_ids)
+        retrieval = self.retriever.complete(self.retriever.retrieve(q, k=k, paper_ids=paper_ids))
         # The same evidence scorer as the answerer gives each paper's best sentence; a query mostly in words no
         # indexed chunk uses meets its closest sentences by chance (`ask` abstains on it): no hit is a match.
         rows, by_chance = lookup_rows(q, retrieval, self.vocabulary())
         return [LookupHit(r.paper.paper_id, r.paper.label, r.paper.source, r.paper.position, round(r.paper.score, 4),
                           r.sentence, r.paper.reference, lookup_strength(r.prob, by_chance),
-                          round(r.features["evidence"], 4), **paper_fields(r.paper)) for r in rows]
+                          round(r.features["evidence"], 4), round(r.prob, 4), **paper_fields(r.paper))
+                for r in rows]
 
     def grid(self, columns: list[str] | None = None, paper_ids: list[str] | None = None,
              lookup: str | None = None, k: int | None = None) -> Grid:

@@ -1,8 +1,9 @@
 """How strongly each paper an answer retrieved carries its question, in the citation lookup's words.
 
-A raw retrieval score (a fused rank score) means nothing to a reader; the evidence scorer's fitted probability for
-the paper's best sentence does, and `rag.answer.evidence.strength` already turns it into strong / weak / none on
-the fitted thresholds. This applies the same scorer to an answer's retrieved papers.
+A raw retrieval score (a fused rank score) means nothing to a reader; the citation lookup's fitted probability
+that a paper is the one asked for does, and its thresholds turn it into strong / weak / none
+(rag/answer/lookup.py). The evidence panel asks `Assistant.cite` restricted to the answer's retrieved papers, so
+a paper carries the same word here as in the Lookup tab, the CLI, MCP and `/v1`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from rag.answer.evidence import current_constants, strength
-from rag.answer.extractive import evidence_for, foreign
+from rag.answer.lookup import load_lookup
 from rag.service import Assistant
 
 log = logging.getLogger(__name__)
@@ -30,13 +30,14 @@ class Strength:
 
     def tip(self) -> str:
         """What the word means, for a tooltip (the thresholds are the fitted ones)."""
-        c = current_constants()
-        weak_at = max(c.weak_at, c.abstain_below)
-        meaning = {"strong": f"at least {c.strong_at:.2f}: likelier evidence than not",
-                   "weak": f"between {weak_at:.2f} and {c.strong_at:.2f}: some support, check the quote",
-                   "none": f"below {weak_at:.2f}: this paper's sentences do not carry the question"}[self.word]
-        return (f"Evidence {self.word}: the fitted evidence scorer gives this paper's best sentence a "
-                f"{self.prob:.2f} probability of answering the question ({meaning}).")
+        c = load_lookup()
+        meaning = {"strong": f"at least {c.strong_at:.2f}: on held-out lookups such hits were the paper asked "
+                             "for at least 9 times in 10; cite it after reading the quote",
+                   "weak": f"between {c.weak_at:.2f} and {c.strong_at:.2f}: worth reading, not to be cited unread",
+                   "none": f"below {c.weak_at:.2f}, or the question's words are foreign to the papers: unlikely "
+                           "to carry the question"}[self.word]
+        return (f"Evidence {self.word}: the fitted citation-lookup model gives this paper a {self.prob:.2f} "
+                f"probability of being the one the question is after ({meaning}).")
 
 
 class Strengths:
@@ -69,13 +70,6 @@ class Strengths:
 
 
 def _score(assistant: Assistant, question: str, paper_ids: list[str]) -> dict[str, Strength]:
-    """As `Assistant.cite` scores its hits: the best sentence per paper, and 'none' for a question whose words the
-    index does not use (its nearest sentences are near by chance)."""
-    retriever = assistant.retriever
-    retrieval = retriever.complete(retriever.retrieve(question, k=len(paper_ids), paper_ids=paper_ids))
-    vocab = assistant.vocabulary()
-    best: dict[str, float] = {}
-    for cand in evidence_for(question, retrieval, vocab):
-        best[cand.paper.paper_id] = max(best.get(cand.paper.paper_id, 0.0), cand.prob)
-    by_chance = foreign(question, vocab)
-    return {p: Strength("none" if by_chance else strength(best.get(p, 0.0)), best.get(p, 0.0)) for p in paper_ids}
+    """As the Lookup tab words its hits (`Assistant.cite`), over the answer's retrieved papers only."""
+    hits = assistant.cite(question, k=len(paper_ids), paper_ids=paper_ids)
+    return {h.paper_id: Strength(h.strength, h.match) for h in hits}

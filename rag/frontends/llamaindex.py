@@ -33,7 +33,7 @@ from rag.answer.retrieve import PaperHit, Retrieval, Retriever
 from rag.frontends.common import with_references
 from rag.index.store import CatalogEntry
 from rag.schema import Answer, StreamEvent, record
-from rag.service import Assistant, StreamView, open_assistant
+from rag.service import StreamView, open_assistant
 from rag.settings import Settings
 
 # Shown to an LLM that reads a node (id, label, title, authors, year, venue); where it is stored is not.

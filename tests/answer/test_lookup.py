@@ -92,3 +92,17 @@ def test_fit_script_runs_on_a_small_sample(synthetic, tmp_path: Path) -> None:  
     cached = json.loads((tmp_path / "cache.json").read_text())
     assert {d["set"] for d in cached} == {"scifact", "seed", "off_sci", "off_seed"}
     assert (ROOT / "rag/answer/fitted/lookup.json").read_text() == shipped
+
+
+def test_a_scoped_lookup_scores_only_the_chosen_papers_and_refuses_unknown_ids(synthetic) -> None:  # noqa: ANN001
+    """The UI's evidence panel words an answer's retrieved papers through `cite(..., paper_ids=...)`."""
+    from rag.errors import QuestionError
+
+    q = "isotope tracing of carbon through fungal networks"
+    every = synthetic.cite(q)
+    chosen = [h.paper_id for h in every[:2]]
+    scoped = synthetic.cite(q, k=len(chosen), paper_ids=chosen)
+    assert {h.paper_id for h in scoped} == set(chosen)
+    assert all(h.strength == strength(h.match) for h in scoped) and scoped[0].match > 0.0
+    with pytest.raises(QuestionError, match="no-such-paper"):
+        synthetic.cite(q, paper_ids=["no-such-paper"])

@@ -218,7 +218,7 @@ NEW_QUESTION = question(39)  # PapayaNet, added by the ingest
 
 
 @pytest.mark.slow
-def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chroma_server, embedder) -> None:  # noqa: ANN001
+def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chroma_server, embedder) -> None:  # noqa: ANN001, F811
     """A UI process's assistant (Chroma server) asked again and again while an ingest edits DogwoodNet (10 -> 45
     percent) and adds PapayaNet: every step whose paper list did not change meanwhile answers from that list's
     version (never "listed but not answerable", never the old number beside the new text)."""

@@ -190,8 +190,9 @@ def test_paper_metadata_from_optional_fields() -> None:
 
 
 def test_evidence_says_how_strong_each_paper_is_and_where_its_file_is(corpus_settings, assistant) -> None:  # noqa: ANN001
-    """Strength words from the fitted scorer instead of fused scores; the file under the corpus folder."""
-    from rag.answer.evidence import strength
+    """Strength words from the fitted lookup scorer instead of fused scores, the same word `cite` gives the paper;
+    the file under the corpus folder."""
+    from rag.answer.lookup import strength
 
     from ui.strength import Strengths
 
@@ -201,9 +202,12 @@ def test_evidence_says_how_strong_each_paper_is_and_where_its_file_is(corpus_set
     assert set(words) == {r.paper_id for r in a.retrieved}
     cited = a.citations[0].paper_id
     assert words[cited].word == "strong" and words[cited].word == strength(words[cited].prob)
+    ids = [r.paper_id for r in a.retrieved]
+    assert {h.paper_id: h.strength for h in assistant.cite(a.question, k=len(ids), paper_ids=ids)} == \
+        {p: s.word for p, s in words.items()}
     assert Strengths().of(assistant, "v", a.question, [r.paper_id for r in a.retrieved]) == words  # no cache effect
     out = evidence_html([(a, None)], backend)
-    assert f"evidence: {words[cited].word}" in out and "fitted evidence scorer" in out and not re.search(r"score \d", out)
+    assert f"evidence: {words[cited].word}" in out and "fitted citation-lookup model" in out and not re.search(r"score \d", out)
     shown = html.unescape(out)
     assert "corpus/neurips2026_list_00" in shown and str(Path.cwd()) not in shown and "/tmp" not in shown
     # every uncited retrieved paper opens its own card, with its abstract

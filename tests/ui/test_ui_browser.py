@@ -319,7 +319,7 @@ def test_evidence_cards_say_strength_and_retrieved_papers_open(page) -> None:  #
     card = active.locator(".evidence-card").first
     badge = card.locator(".card-head .strength")
     assert badge.inner_text() == "evidence: strong"
-    assert "fitted evidence scorer" in badge.get_attribute("title")
+    assert "fitted citation-lookup model" in badge.get_attribute("title")
     meta = card.locator(".meta").last.inner_text()
     assert "corpus/neurips2026_list_" in meta and str(ROOT) not in meta and not meta.startswith("id /")
     assert "score 0." not in active.inner_text() and "score 1." not in active.inner_text()
