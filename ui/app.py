@@ -35,6 +35,7 @@ from rag.schema import Answer, Citation, record
 from rag.service import Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
 from rag.text import split_sentences
+from ui.escape import esc, esc_plain
 from ui.export import chat_markdown, write_export
 from ui.login import LoginGuard
 from ui.strength import Strength, Strengths
@@ -53,22 +54,8 @@ JS = (_HERE / "app.js").read_text(encoding="utf-8")
 VERSION_WAIT_S = 3.0  # after an upload, how long to wait for the retriever to load the new index version
 UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there and ingested like any corpus path
 
-# Characters HTML or Markdown give a meaning to, as numeric entities: paper text can never become a tag, a link,
-# emphasis, code, math or a template placeholder, wherever it is shown.
-_ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "&<>\"'[]()*_`$\\{}~|#!:"}
-_TEMPLATE_ESCAPES = {ord(ch): f"&#{ord(ch)};" for ch in "${}"}
 _CITE_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is escaped
-
-
-def esc(text: object) -> str:
-    """Untrusted text for HTML text or a quoted attribute: shown literally, never interpreted."""
-    return str(text if text is not None else "").translate(_ESCAPES)
-
-
-def esc_plain(text: object) -> str:
-    """Text for an HTML element that renders no Markdown (the status line): tags and template syntax only."""
-    return html.escape(str(text if text is not None else ""), quote=False).translate(_TEMPLATE_ESCAPES)
 
 
 def safe_url(url: str) -> str:

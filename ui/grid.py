@@ -7,7 +7,6 @@ the assistant holder and the paper choices; every text from a paper is escaped b
 
 from __future__ import annotations
 
-import html
 import logging
 import tempfile
 from collections.abc import Callable
@@ -20,34 +19,36 @@ from rag.answer.grid import COLUMNS, NOT_STATED, grid_csv
 from rag.errors import PapersError
 from rag.schema import Grid
 from rag.service import AssistantHolder
+from ui.escape import esc
 
 log = logging.getLogger(__name__)
-# Characters Gradio's templates or a Markdown renderer would act on, as numeric entities (beside html.escape).
-_EXTRA = {ord(ch): f"&#{ord(ch)};" for ch in "${}[]()*_`~|#!\\"}
-
-
-def esc(text: object) -> str:
-    """Untrusted text shown literally in HTML: never a tag, an attribute, a template or Markdown."""
-    return html.escape(str(text if text is not None else ""), quote=True).translate(_EXTRA)
-
-
 def grid_html(grid: Grid) -> str:
     """The grid as an HTML table: one row per paper, a quote (its lead span first) or "not stated" per cell."""
     if not grid.rows:
         return "<p>No papers to show.</p>"
-    head = "".join(f"<th title='{esc(q)}'>{esc(c)}</th>" for c, q in zip(grid.columns, grid.questions))
+    head = "".join(f"<th scope='col' title='{esc(q)}'>{esc(c)}</th>" for c, q in zip(grid.columns, grid.questions))
     rows = []
+    stated = unsupported = 0
     for row in grid.rows:
         cells = []
         for c in row.cells:
+            stated += not c.not_stated
+            unsupported += not c.not_stated and not c.supported
             cls = "grid-none" if c.not_stated else "grid-cell" if c.supported else "grid-cell grid-unsupported"
+            tip = "" if c.supported or c.not_stated else \
+                f" title='{esc('The citation check did not find this quote in the paper: ' + (c.reason or 'unsupported'))}'"
+            where = f" data-sentence='{c.sentence}'" if c.sentence is not None else ""
             body = esc(NOT_STATED) if c.not_stated else (
-                (f"<strong>{esc(c.lead)}</strong><br>" if c.lead else "") + f"“{esc(c.text)}”")
-            cells.append(f"<td class='{cls}'>{body}</td>")
+                (f"<span class='grid-lead'>{esc(c.lead)}</span>" if c.lead else "") + f"“{esc(c.text)}”")
+            cells.append(f"<td class='{cls}'{tip}{where}>{'⚠ ' if tip else ''}{body}</td>")
         rows.append(f"<tr><th scope='row' title='{esc(row.reference)}'>{esc(row.label)}"
                     f"<br><code>{esc(row.paper_id)}</code></th>{''.join(cells)}</tr>")
-    return (f"<table class='papers-grid' id='papers-grid-table'><thead><tr><th>paper</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    total = len(grid.rows) * len(grid.columns)
+    summary = (f"<p class='grid-summary'>{len(grid.rows)} papers × {len(grid.columns)} columns: {stated} of "
+               f"{total} cells quote the paper, {total - stated} not stated"
+               + (f", {unsupported} failed the citation check (⚠)" if unsupported else "") + ".</p>")
+    return (f"{summary}<div class='grid-scroll'><table class='papers-grid' id='papers-grid-table'><thead><tr>"
+            f"<th scope='col'>paper</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def parse_columns(text: str) -> list[str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 
 from rag.schema import Grid, GridCell, GridRow
 from rag.service import AssistantHolder
@@ -15,8 +16,19 @@ def test_grid_html_escapes_paper_text() -> None:
              GridCell("method", "p1", "not stated", True)]
     out = grid_html(Grid(["problem", "method"], ["q1", "q2"], [GridRow("p1", "<i>L</i>", cells=cells)]))
     assert "<script>" not in out and "<i>" not in out and "<b>" not in out and "${" not in out and "](" not in out
-    assert "&lt;script&gt;" in out and "grid-none" in out and out.count("<tr>") == 2
+    assert "&#60;script&#62;" in out and "grid-none" in out and out.count("<tr>") == 2
+    assert html.unescape(out).count("<script>alert(1)</script> ${x} [a](b)") == 1  # escaped once, shown as written
     assert grid_html(Grid(["problem"], ["q"])) == "<p>No papers to show.</p>"
+    assert "1 papers × 2 columns: 1 of 2 cells quote the paper, 1 not stated." in out and "grid-scroll" in out
+
+
+def test_a_cell_that_failed_the_citation_check_is_marked_with_its_reason() -> None:
+    cells = [GridCell("result", "p1", "Accuracy rose to 93%.", False, sentence=2, supported=False,
+                      reason="<not in the paper>")]
+    out = grid_html(Grid(["result"], ["q"], [GridRow("p1", "L", cells=cells)]))
+    assert "grid-unsupported" in out and "⚠ " in out and "failed the citation check" in out
+    assert "<not" not in out and "data-sentence='2'" in out
+    assert "did not find this quote in the paper: <not in the paper>" in html.unescape(out)
 
 
 def test_parse_columns() -> None:

@@ -7,6 +7,7 @@ Screenshots go to test-artifacts/ui-*.png.
 
 from __future__ import annotations
 
+import csv
 import threading
 import time
 from collections.abc import Iterator
@@ -398,6 +399,64 @@ def test_phone_layout_evidence_is_a_drawer(browser, ui_url: str) -> None:  # noq
         header.wait_for(timeout=WAIT)
         assert header.bounding_box()["width"] >= 150  # the title column keeps its width (the table scrolls)
         page.screenshot(path=str(ARTIFACTS / "ui-phone-papers.png"))
+    finally:
+        context.close()
+
+
+def build_grid(page, columns: str | None = None, lookup: str = ""):  # noqa: ANN001, ANN201
+    """Open the Grid tab, set its columns (None: the defaults) and lookup, build; return the table."""
+    page.get_by_role("tab", name="Grid").click()
+    if columns is not None:
+        page.locator("#grid-columns textarea").fill(columns)
+    page.locator("#grid-lookup textarea, #grid-lookup input").first.fill(lookup)
+    page.locator("#grid-button").click()
+    table = page.locator("#papers-grid-table")
+    table.wait_for(timeout=WAIT)
+    return table
+
+
+def test_grid_tab_quotes_each_paper_per_column(page) -> None:  # noqa: ANN001
+    """All 41 papers × the five default columns and a typed question; cells quote or say "not stated", paper
+    markup stays text, and the CSV is offered."""
+    from rag.answer.grid import COLUMNS
+
+    table = build_grid(page, "\n".join([*COLUMNS, "How many test steps?"]))
+    heads = table.locator("thead th").all_inner_texts()
+    assert heads == ["paper", *COLUMNS, "How many test steps?"], heads
+    assert table.locator("tbody tr").count() == 41
+    assert table.locator("td.grid-cell").count() >= 41 and table.locator("td.grid-none").count() >= 1
+    recmem = table.locator("tbody tr").filter(has=page.locator("th", has_text="RecMem")).first
+    assert "1,800" in recmem.inner_text()  # its stability result, quoted
+    shown = table.inner_text()
+    assert table.locator("img").count() == 0 and "<img src=" in shown  # the hostile paper, as text ...
+    assert "fetch('http" in shown and "&#" not in shown  # ... exactly as written, escaped once
+    assert "papers × 6 columns" in page.locator("#grid-table .grid-summary").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "ui-grid.png"), full_page=False)
+    with page.expect_download() as download:
+        page.locator("#grid-csv a[download='papers-grid.csv']").click()
+    with open(download.value.path(), newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["paper_id", "label", *COLUMNS, "How many test steps?"] and len(rows) == 42
+
+
+def test_grid_tab_on_a_phone_scrolls_its_table_not_the_page(browser, ui_url: str) -> None:  # noqa: ANN001
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(ui_url, wait_until="domcontentloaded")
+        page.locator("#question textarea").wait_for(timeout=WAIT)
+        table = build_grid(page, lookup="recurrent memory for test-time adaptation")
+        rows = table.locator("tbody tr").count()
+        assert 1 <= rows < 41, rows  # the lookup's matching papers only
+        box = page.locator("#grid-table .grid-scroll")
+        sizes = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert sizes[0] > sizes[1], sizes  # the table is wider than the phone and scrolls in its box ...
+        assert page.evaluate("document.documentElement.scrollWidth") <= 391  # ... the page does not
+        for th in table.locator("thead th").all()[1:]:
+            assert th.bounding_box()["width"] >= 150  # columns keep a readable width (no vertical letters)
+        cell = table.locator("td").first.bounding_box()
+        assert cell["height"] < 600, cell
+        page.screenshot(path=str(ARTIFACTS / "ui-grid-phone.png"))
     finally:
         context.close()
 
