@@ -141,6 +141,11 @@ STOPWORDS = frozenset(
     like kind find found give gives given let make makes made get gets got""".split()
 )
 
+# A contribution statement: the authors say what they propose ("We propose X", "This paper introduces ...").
+# English academic phrasing, not any corpus's words: the grid's method column and the lookup's "proposes" feature.
+CONTRIBUTION_RE = re.compile(
+    r"\b(?:we|our\s+(?:work|paper)|this\s+(?:paper|work|article|study))\s+(?:\w+\s+){0,2}?"
+    r"(?:propose|introduce|present|develop|design|describe|formulate)s?\b", re.IGNORECASE)
 _TERM_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'’][A-Za-z0-9]+)*|\d+(?:[.,]\d+)*")
 # Numbers as written in abstracts and answers: 1,800 / 54.7 / 5.6x / 3.04× / 88–97% / +6.2
 _NUMBER_RE = re.compile(r"(?<![A-Za-z0-9.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\d])")

@@ -5,7 +5,8 @@ A hit's strength comes from a logistic model of the probability that the paper i
 on labelled lookups from two corpora and on off-topic queries made by asking one corpus's queries of the other.
 Its features mean the same on any corpus: the paper's best and second sentence evidence probabilities and the
 paper-level probability (rag/answer/evidence.py), the margins of both over the best other hit, the retriever's
-rank and each fused ranking's rank, the best sentence's own cosine and coverage of the query's rare words, and
+rank and each fused ranking's rank, the best sentence's own cosine and coverage of the query's rare words, the
+query's cosine to the paper's contribution statements ("We propose ...") and its margin over the other hits, and
 query-level signs of an off-topic query (share of its words the corpus never uses, the `foreign` test, the best
 cosine of any retrieved sentence).
 
@@ -17,8 +18,8 @@ cosine of any retrieved sentence).
     none    below `weak_at`, or a query mostly in words no indexed chunk uses: unlikely to be the paper.
 
 The constants live in rag/answer/fitted/lookup.json, written by that script (never by hand). As last fitted:
-strong_at 0.95, weak_at 0.14; on held-out folds strong hits were a labelled paper 96% of the time on SciFact
-claims and 100% on the seed lookups, and 2 of 1,165 off-topic queries had one (docs/lookup.md).
+strong_at 0.94, weak_at 0.13; on held-out folds strong hits were a labelled paper 97% of the time on SciFact
+claims and 100% on the seed lookups, and none of 1,165 off-topic queries had one (docs/lookup.md).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from typing import Any
 from rag.answer import fitted
 from rag.answer.evidence import RANKINGS, Candidate, Vocabulary, paper_features, paper_probabilities
 from rag.answer.extractive import evidence_for, foreign
+from rag.text import CONTRIBUTION_RE
 
 LOOKUP_FEATURES = ("evidence", "second", "paper", "evidence_lead", "paper_lead", "rank", "cosine", "rare_share",
-                   "overlap", "paper_rare", "unseen", "foreign", "top_cosine",
+                   "overlap", "paper_rare", "unseen", "foreign", "top_cosine", "proposal", "proposal_lead",
                    *(f"rr_{name}" for name in RANKINGS))
 
 
@@ -72,6 +74,12 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
     top_cos = max((c.features["cosine"] for c in cands), default=0.0)
     unseen = cands[0].features["unseen"] if cands else 1.0
     ev = {pid: c.prob for pid, c in best.items()}
+    # How close the query is to what the paper says it proposes (its contribution statements): the paper that
+    # proposes the thing, not the ones that mention its words, for "which paper proposes X?".
+    proposal: dict[str, float] = {}
+    for c in cands:
+        if CONTRIBUTION_RE.search(c.sentence):
+            proposal[c.paper.paper_id] = max(proposal.get(c.paper.paper_id, 0.0), c.features["cosine"])
     out: dict[str, dict[str, float]] = {}
     for rank, p in enumerate(papers):
         pid = p.paper_id
@@ -79,6 +87,7 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
         f = pf.get(pid, {})
         others_ev = max((v for q, v in ev.items() if q != pid), default=0.0)
         others_pp = max((v for q, v in pp.items() if q != pid), default=0.0)
+        others_prop = max((v for q, v in proposal.items() if q != pid), default=0.0)
         ranks = getattr(p, "ranks", {}) or {}
         out[pid] = {
             "evidence": ev.get(pid, 0.0), "second": f.get("second", 0.0), "paper": pp.get(pid, 0.0),
@@ -89,6 +98,7 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
             "overlap": c.features["overlap"] if c else 0.0,
             "paper_rare": f.get("paper_rare", 0.0),
             "unseen": unseen, "foreign": 1.0 if by_chance else 0.0, "top_cosine": top_cos,
+            "proposal": proposal.get(pid, 0.0), "proposal_lead": proposal.get(pid, 0.0) - others_prop,
             **{f"rr_{n}": 1.0 / ranks[n] if ranks.get(n) else 0.0 for n in RANKINGS},
         }
     return out
