@@ -35,7 +35,7 @@ from rag.answer.lead import lead_for
 from rag.answer.question import analyse
 from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.schema import Grid, GridCell
-from rag.text import sentences_of
+from rag.text import CONTRIBUTION_RE, sentences_of
 
 # The default columns and the question each asks (what the evidence feature scores, and the lead reads).
 COLUMNS: dict[str, str] = {
@@ -51,13 +51,8 @@ FEATURES = ("first", "last", "position", "position_sq", "cue", "cue_max", "evide
             "column_words", "contribution", "contrast")
 NOT_STATED = "not stated"
 _WORD_RE = re.compile(r"[a-z][a-z'-]+|\d+(?:\.\d+)?%?")
-# Discourse markers of academic English, the same in any field; their weight per column is fitted.
-# A contribution statement: the authors as subject of a verb that puts something forward ("we propose X",
-# "this paper describes ...", "here we introduce ...").
-_CONTRIBUTION_RE = re.compile(
-    r"\b(?:we|our\s+(?:work|paper)|this\s+(?:paper|work|article|study))\s+(?:\w+\s+){0,2}?"
-    r"(?:propose|introduce|present|develop|design|describe|formulate)s?\b", re.IGNORECASE)
-# A sentence that opens by contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...").
+# Discourse markers of academic English, the same in any field; their weight per column is fitted: a
+# contribution statement (rag.text.CONTRIBUTION_RE, shared with the citation lookup), and a sentence that opens by contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...").
 _CONTRAST_RE = re.compile(r"^\s*(?:however|but|yet|unfortunately|despite|although|though|while|whereas|nevertheless|"
                           r"nonetheless|still)\b", re.IGNORECASE)
 _QUESTION_STOP = frozenset("what which does do the a an of or and paper papers use state main is are to".split())
@@ -137,7 +132,7 @@ def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues:
             "has_number": 1.0 if re.search(r"\d", s) else 0.0,
             "length": min(len(s.split()), 80) / 40.0,
             "column_words": len(stems & seen) / len(stems) if stems else 0.0,
-            "contribution": 1.0 if _CONTRIBUTION_RE.search(s) else 0.0,
+            "contribution": 1.0 if CONTRIBUTION_RE.search(s) else 0.0,
             "contrast": 1.0 if _CONTRAST_RE.search(s) else 0.0,
         })
     return out
