@@ -24,6 +24,7 @@ from functools import lru_cache
 from rag import prompts
 from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, current_constants, defines, \
     paper_probabilities, question_terms
+from rag.corpus.sections import parse_layout
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
 from rag.answer.lead import parts_span
 from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, specific_tokens
@@ -109,13 +110,71 @@ def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str
             continue
         # A model or device number ("V100", "A6000", "2080Ti") is a name however many papers use it: full texts
         # mention the same hardware and baselines, which makes them shared vocabulary by paper counts.
-        if re.fullmatch(r"[A-Z]+-?\d[\w.-]*|\d{3,}[A-Z][a-z]?", w):
-            return True
-        if w[0].isdigit() or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
-            continue
-        if is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w):
+        if _name_token(w, vocab):
             return True
     return False
+
+
+def _noun_re(noun: str) -> re.Pattern[str]:
+    """The asked noun in its singular or plural ("GPU", "GPUs"; "dataset", "datasets")."""
+    core = noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
+    return re.compile(r"(?<![\w-])" + re.escape(core) + r"(?:s|es)?(?![\w-])", re.I)
+
+
+def _has_noun(text: str, noun: str) -> bool:
+    return bool(_noun_re(noun).search(text))
+
+
+def _full_text(paper: PaperHit) -> bool:
+    """A paper read with its sections (a PDF), not an abstract alone: an abstract leaves kind nouns out
+    ("evaluated on BEIR"), a whole paper that used a dataset or a GPU writes the word somewhere."""
+    return len(parse_layout(paper.layout or "")) > 1
+
+
+KIND_WINDOW = 3  # words on either side of the asked noun a name of that kind is written within
+
+
+def _kind_names(text: str, noun: str, label: str, vocab: Vocabulary, question: str) -> set[str]:
+    """The names written within a few words of the asked noun, in the same clause ("NVIDIA A6000 GPU", "the
+    Multiface dataset [66]", "encoded by the ResNet-v2-101 encoder", "datasets such as BEIR")."""
+    label_n = _norm(label)
+    asked = {_norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}
+    out: set[str] = set()
+    for m in _noun_re(noun).finditer(text):
+        # asides left out on the left ("V100 (32GB) GPUs", "ResNet v2 101 architecture [37]"), kept on the right
+        # where they often are the name ("GPUs (V100)"); a clause ends at punctuation
+        before = re.sub(r"\([^()]*\)|\[[^\]]*\]", " ", text[max(0, m.start() - 200):m.start()])
+        opening = not re.search(r"[;:,(]", before) and (m.start() <= 200 or bool(re.search(r"[.!?]\s", before)))
+        before = re.split(r"[;:,(]|[.!?]\s", before)[-1]
+        after = re.split(r"[;,)]|[.!?](?:\s|$)", text[m.end():m.end() + 200])[0]
+        left = re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", before)[-KIND_WINDOW:]
+        right = re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", after)[:KIND_WINDOW]
+        first = re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", before)[:1] if opening else []
+        for w in left + right:
+            if _norm(w) in (label_n, *asked) or w.lower() in STOPWORDS:
+                continue
+            if _name_token(w, vocab) or w[0].isupper() and w[1:].islower() and not vocab.common(w) and [w] != first:
+                out.add(w)  # a capitalised word beside the noun, not opening its sentence: "Multiface dataset"
+    return out
+
+
+def _names_one_of(sentence: str, names: set[str]) -> bool:
+    return any(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", sentence) for n in names)
+
+
+def _names_kind(sentence: str, noun: str, label: str, vocab: Vocabulary, question: str) -> bool:
+    """Is a name of the asked kind written in the sentence, beside the asked noun (see `_kind_names`)?"""
+    return bool(_kind_names(sentence, noun, label, vocab, question))
+
+
+def _name_token(w: str, vocab: Vocabulary) -> bool:
+    """A model, benchmark, dataset or device name (see `_names_something`)."""
+    if re.fullmatch(r"[A-Z]+-?\d[\w.-]*|\d{3,}[A-Z][a-z]?", w):
+        return True
+    if w[0].isdigit() or vocab.common(w) or (w.endswith("s") and vocab.common(w[:-1])):
+        return False
+    return is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w)) or \
+        bool(re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", w))
 
 
 FOREIGN_SHARE = 0.5  # a question is in another language when more than half its words are new to the corpus
@@ -273,16 +332,44 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
     if info.wants_number:
         return _numeric(info, cands, focus_terms, c)
     if info.wants_names:
-        # The likeliest sentence that has the asked attribute and names something (the cheaper test first).
-        named = next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
-                      and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)), None)
+        scored, named = cands, None
+        kind_names: dict[str, set[str]] = {}  # per paper: the names it writes beside the asked noun
+        if info.kind and not focus and not info.multi:
+            # Whose GPU or dataset is asked is said by the question's other words ("... to train the diffusive
+            # RNN"): of the retrieved papers, only those holding the most of them answer.
+            rest = info.words - stems(info.kind) - {stem(info.kind.lower().rstrip("s"))}
+            held = {p.paper_id: len(rest & stems(p.text)) for p in pool}
+            most = max(held.values(), default=0)
+            cands = [x for x in cands if held.get(x.paper.paper_id, 0) == most]
+        if info.kind:
+            # A name written beside the asked noun ("the Multiface dataset", "V100 GPUs") is of the asked kind.
+            named = next((x for x in cands if x.prob >= c.abstain_below and info.attribute <= stems(x.sentence)
+                          | stems(x.paper.label) and _names_kind(x.sentence, info.kind, x.paper.label, vocab,
+                                                                 question)), None)
+            # Otherwise, in a full text, a name in a sentence that has the noun elsewhere is of another kind ("CPC
+            # features ... on a single GPU"), and a paper that never uses the noun does not say which one it used.
+            # (An abstract is too short to tell: "we present PerturbRM, a large language model".)
+            cands = [x for x in cands if not _full_text(x.paper)
+                     or not _has_noun(x.sentence, info.kind) and _has_noun(x.paper.text, info.kind)]
+        # The likeliest sentence that has the asked attribute and names something (the cheaper test first); in a
+        # full text, something the paper writes beside the asked noun elsewhere ("the Multiface dataset").
+        def of_kind(x: Candidate) -> bool:
+            if not info.kind or not _full_text(x.paper):
+                return True
+            if x.paper.paper_id not in kind_names:
+                kind_names[x.paper.paper_id] = _kind_names(x.paper.text, info.kind, x.paper.label, vocab, question)
+            return _names_one_of(x.sentence, kind_names[x.paper.paper_id])
+
+        named = named or next((x for x in cands if info.attribute <= stems(x.sentence) | stems(x.paper.label)
+                               and _names_something(x.sentence, "" if not focus else x.paper.label, vocab, question)
+                               and of_kind(x)), None)
         if named is None and not info.strict_names:
             # Parts, kinds, mechanisms are described in ordinary words: the likeliest sentence that has the asked
             # noun, or (for parts) lists several things.
             named = next((x for x in cands if info.attribute and info.attribute <= stems(x.sentence)
                           or (info.parts and parts_span(x.sentence))), None)
         if named is None or named.prob < c.abstain_below:
-            return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=cands[0].paper.label))
+            return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=(cands or scored)[0].paper.label))
         return Draft([Quote(named.paper, named.sentence)])
 
     best = cands[0]
@@ -370,7 +457,34 @@ _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)
                             r"|\[\d+(?:\s*[,–-]\s*\d+)*\]|^\(?\d{1,2}[.)]\s"
                             r"|\b(?:Sections?|Sec\.|Tables?|Tab\.|Figures?|Figs?\.|Eqs?\.|Equations?|Appendix|Algorithm"
                             r"|Lines?|§)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?(?:\s*(?:and|,|–|-)\s*\(?[A-Z]?\d+(?:\.\d+)*\)?)*"
-                            r"|\b[A-Za-z][A-Za-z]*(?:-\d[\w.]*)+")  # a name's number: "LLaMA-2-13B", "GPT-4"
+                            r"|\b[A-Za-z][A-Za-z]*(?:-\d[\w.]*)+"  # a name's number: "LLaMA-2-13B", "GPT-4"
+                            # a bound in a formula ("w ≤ 1, ∀i", "x ∈ [0, 1]"): a term of an equation, no measure
+                            r"|(?<![\w.])[A-Za-z]\w{0,2}\s*[≤≥∈]\s*[\[(]?[-+]?\d[\d.]*"
+                            r"(?:\s*,\s*[-+]?\d[\d.]*[\])])?"
+                            r"|[-+]?\d[\d.]*\s*,?\s*∀")
+
+
+# Words a measured quantity is stated with when its name is left out: "takes 3 hours" states a time.
+_MEASURE_UNITS = {stem(k): re.compile(v, re.I) for k, v in {
+    "time": r"\d\s?(?:ms|s|sec|seconds?|min|minutes?|h|hrs?|hours?|days?|weeks?|GPU-hours?)\b",
+    "memory": r"\d\s?(?:[KMGT]i?B|bytes?)\b", "size": r"\d\s?(?:[KMGT]i?B|bytes?)\b",
+    "storage": r"\d\s?(?:[KMGT]i?B|bytes?)\b"}.items()}
+
+
+_CONTINUES_RE = re.compile(r"^\W*(?:This|These|It|Its|Such|The latter|The former)\b")
+_SIZE_RE = re.compile(r"\bhow (?:large|big)\b", re.I)
+_BYTES_RE = re.compile(r"\d\s?[KMGTP]i?B\b")
+
+
+def _states(sentence: str, quantity: set[str], acronyms: list[str] = ()) -> bool:
+    """Does the sentence state every word of the asked quantity (an acronym's plural counts as it: "GPU" for
+    "GPUs"; so does the acronym written out: "language models" for "LMs"), or, for a time or a size, a figure
+    with its unit?"""
+    have = stems(sentence)
+    bare = {w.rstrip("s") for w in have}
+    spelled = {a.lower() for a in acronyms if _spells_out(sentence, a)}
+    return all(w in have or w.rstrip("s") in bare or w.rstrip("s") in spelled
+               or (w in _MEASURE_UNITS and _MEASURE_UNITS[w].search(sentence)) for w in quantity)
 
 
 def figures(sentence: str) -> frozenset[str]:
@@ -390,6 +504,10 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         # quantity; one stated with a part of it ("differ in ...") is of something else.
         whole = [x for x in with_numbers if info.units <= stems(x.sentence) | stems(x.paper.label)]
         with_numbers = whole or with_numbers
+    if info.quantity:
+        # The sentence must state what is asked ("learning rate", "time"): a figure beside other words is
+        # another quantity's.
+        with_numbers = [x for x in with_numbers if _states(x.sentence, info.quantity, info.unit_acronyms)]
     what = " ".join(sorted(info.units)) if info.units else "what was asked"
     if not with_numbers:
         return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"
@@ -406,7 +524,23 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
             where = " ".join(sorted(setting))
             return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=f"“{where}”"))
-    if not info.units:
+    sized = [x for x in with_numbers if x.paper is best.paper and _BYTES_RE.search(x.sentence)] \
+        if _SIZE_RE.search(info.text) else []
+    if sized:
+        # "How large is the datastore?": of the paper's figures for it, a size in bytes, where one is given
+        # ("a datastore with a size of 27GB" rather than "2.7M samples as the datastore"); of several sizes, the
+        # one whose sentence (with the sentence a "This ..." opening continues) holds most of the question's
+        # words ("Datastores For CodeLlama, we ... This dataset ... 27GB").
+        before = {(x.paper.paper_id, x.index): x.sentence for x in cands}
+
+        def said(x: Candidate) -> int:
+            text = x.sentence
+            if _CONTINUES_RE.match(x.sentence):
+                text = before.get((x.paper.paper_id, x.index - 1), "") + " " + text
+            return len(asked & stems(text))
+
+        best = max(sized, key=said)
+    elif not info.units:
         # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
         # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
         # holds most of the question's other words answers it (ties: the likeliest).

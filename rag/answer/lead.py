@@ -66,7 +66,8 @@ def _stems(text: str) -> set[str]:
 
 
 def _trim(span: str) -> str:
-    return span.strip().strip(",;:").strip()
+    """A span without the punctuation around it, a full stop after a sentence's last figure included."""
+    return re.sub(r"(?<=\d)\.$", "", span.strip().strip(",;:").strip())
 
 
 def _closeness(sentence: str, at: int, end: int, asked: set[str]) -> float:
@@ -128,6 +129,14 @@ def scored_number_span(sentence: str, asked: set[str], given: frozenset[str] = f
         qualifier = _QUALIFIER_RE.search(sentence[:start])
         if qualifier:  # "below 30%", "up to 5.9×", "more than 3,000": the qualifier is part of the figure
             start = qualifier.start()
+        elif re.fullmatch(r"[-+]?\d[\d,.]*", _trim(sentence[start:end])):
+            # A bare figure says nothing of what it measures: shown from the asked word before it, in its clause
+            # ("AUROC from chance to 0.711", "discount factor is γ = 0.95").
+            clause = re.split(r"[,;:(]", sentence[:start])[-1]
+            words = list(re.finditer(r"[A-Za-z][\w@-]*", clause))[-5:]
+            hit = next((w for w in words if stems(w.group(0)) & asked), None)
+            if hit is not None:
+                start = start - len(clause) + hit.start()
         span = sentence[start:end]
         if best is None or score > best[0]:
             best = (score, -m.start(), _trim(span))

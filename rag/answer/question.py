@@ -51,14 +51,25 @@ _NUMERIC_RE = re.compile(
     r"percentage|rate|size|ratio|auroc|error|margin|max|maximum|minimum)\b|\b(percent|percentage)\b", re.I)
 _UNIT_AFTER_RE = re.compile(r"\bhow (?:many|much)\s+((?:[a-z][\w-]*\s*){1,2})", re.I)
 _WH_RE = re.compile(r"\b(what|which)(?:'s|\s+(?:is|are|was|were)\b)?\s+(.*)", re.I)
+VERB_AUX = frozenset("does do did is are was were has have had can could would will".split())
 AUX_WORDS = frozenset("""does do did is are was were has have had can could would will should may might
     the a an of in on for to by with from at""".split())
 # Nouns after "what/which" that ask for a quantity, or for names.
 QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share proportion number count
     speedup speed-up accuracy score rate size ratio error cost budget margin latency gain
-    improvement reduction scale value amount length dimension temperature threshold""".split())
+    improvement reduction scale value amount length dimension temperature threshold coefficient""".split())
+# Of those, the ones that say only that a figure is asked ("the number of codewords"), never written beside it.
+GENERIC_QUANTITY_NOUNS = frozenset(stem(w) for w in """number count amount value total fraction share proportion
+    percent percentage""".split())
+# Evaluation metrics: "what WER / BLEU / AUROC does X reach" asks for the metric's value, though the metric is
+# written as an acronym (which would otherwise read as a kind of thing whose names are asked).
+METRIC_NOUNS = frozenset(stem(w) for w in """wer cer bleu rouge meteor chrf f1 auroc auc auprc map ndcg mrr psnr
+    ssim lpips fid mse rmse mae mape perplexity ppl eer""".split())
+# Asks for a value in the singular ("what discount factor"), for parts in the plural ("what factors").
+SINGULAR_QUANTITY_NOUNS = frozenset(stem(w) for w in "factor".split())
 NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
-    baselines backbone backbones task domain language checkpoint architecture tool metric optimizer""".split())
+    baselines backbone backbones task domain language checkpoint architecture tool metric optimizer encoder
+    decoder library toolkit""".split())
 # Of those, the ones whose names are coined ("LIBERO", "Qwen3"): a task or a domain is named in ordinary words.
 STRICT_NAME_NOUNS = NAME_NOUNS - frozenset(stem(w) for w in "task domain language tool".split())
 # Nouns that ask for the parts of something: the answer lists them, in ordinary words.
@@ -72,47 +83,80 @@ NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven 
     thousand million""".split())
 
 
-def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str | None]:
-    """The noun phrase right after what/which, and what it asks for: 'number', 'names' or None.
+def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str | None, str]:
+    """The noun phrase right after what/which, what it asks for ('number', 'names' or None), and its head noun
+    as written (the kind of thing whose names or value are asked: "GPUs", "datasets", "rate").
 
-    "what noise scale does PTRM inject" -> (["noise", "scale"], "number");
-    "what embedding model powers ..." -> (["embedding", "model"], "names");
-    "which knowledge graphs was CoRF ..." -> (["knowledge", "graphs"], "names") (a plural asks for names).
+    "what noise scale does PTRM inject" -> (["noise", "scale"], "number", "scale");
+    "what embedding model powers ..." -> (["embedding", "model"], "names", "model");
+    "which knowledge graphs was CoRF ..." -> (["knowledge", "graphs"], "names", "graphs") (a plural asks for names).
     """
     m = _WH_RE.search(question)
     if not m:
-        return [], None
+        return [], None, ""
     words: list[str] = []
-    for w in re.findall(r"[\w'-]+", m.group(2))[:4]:
+    tokens = re.findall(r"[\w'-]+", m.group(2))
+    for i, w in enumerate(tokens[:4]):
         low = w.lower()
         if low in AUX_WORDS and not words:
             continue
-        if not words and _field_acronym(w, common):
-            return [], "names"  # "which VLM does ...", "what LLMs ..."
+        if stem(low.split("-")[0]) in METRIC_NOUNS and (any(c.isupper() for c in w) or low in ("perplexity", "f1")):
+            return words + [low], "number", w  # "what WER does ...", "what BLEU score ...": the metric's value
+        if not words and (_field_acronym(w, common) or i == 0 and _kind_acronym(w, tokens[1:2])):
+            return [], "names", w  # "which VLM does ...", "what LLMs ...", "what GPUs were ..."
         if _field_acronym(w, common):
-            rest = [x.lower() for x in re.findall(r"[\w'-]+", m.group(2))]
+            rest = [x.lower() for x in tokens]
             if any(stem(x) in LOOKUP_NOUNS for x in rest[len(words) + 1:len(words) + 3]):
-                return [], None  # "which label-free RL method ...": a lookup
-            return words, "names"  # "which base LLM ..."
+                return [], None, ""  # "which label-free RL method ...": a lookup
+            return words, "names", w  # "which base LLM ..."
         if any(c.isupper() for c in w[1:]) and not words:
-            nxt = re.findall(r"[\w'-]+", m.group(2))[1:2]
+            nxt = tokens[i + 1:i + 2]
             if nxt and stem(nxt[0].lower()) in NAME_NOUNS:
-                return [], "names"  # "which I2V backbones ...": a name-like modifier of a noun asking for names
+                return [], "names", nxt[0]  # "which I2V backbones ...": a name-like modifier of a noun asking for names
         if low in AUX_WORDS or low in STOPWORDS and low not in NUMBER_WORDS or any(c.isupper() for c in w[1:]):
             break
         words.append(low)
         st = stem(low)
         if st in FRAME_WORDS:
-            return [], None
-        if st in QUANTITY_NOUNS:
-            return words, "number"
+            return [], None, ""
+        if st in QUANTITY_NOUNS or st in SINGULAR_QUANTITY_NOUNS and st == low:
+            return words, "number", w
         if st in NAME_NOUNS:
-            return words, "names"
+            return words, "names", w
         if len(words) == 3:
             break
     if words and words[-1].endswith("s") and not words[-1].endswith("ss") and len(words[-1]) > 3:
-        return words, "names"
-    return [], None
+        return words, "names", words[-1]
+    return [], None, ""
+
+
+def _kind_acronym(w: str, nxt: list[str]) -> bool:
+    """"what GPUs ...", "which GPU was ...": an acronym that is the whole asked noun (plural, or followed by the
+    verb) names a kind of thing, however rare in the collection."""
+    core = w[:-1] if w.endswith("s") else w
+    return bool(re.fullmatch(r"[A-Z]{2,}", core)) and (w != core or bool(nxt) and nxt[0].lower() in VERB_AUX)
+
+
+def head_noun(phrase: str, counted: bool = True) -> str:
+    """The noun a "how many" / "how much" question counts or measures, when the words after it show it.
+
+    Counted things are plural: the first plural within three words ("microbial genomes come from ..." ->
+    "genomes", "participants contributed ..." -> "participants"). A measured amount is the last word before a
+    function word, when no word before that reads as a verb ("wall-clock computation time does ..." -> "time";
+    "data comes from ..." -> none)."""
+    words: list[str] = []
+    ended = False
+    for w in re.findall(r"[A-Za-z][\w'-]*|[?.!,;:]", phrase)[:4]:
+        low = w.lower()
+        if not w[0].isalpha() or low in AUX_WORDS or low in STOPWORDS:
+            ended = True
+            break
+        if counted and re.search(r"[^s]s$", w) and len(w) > 2:
+            return w
+        words.append(w)
+    if counted or not ended or not words or any(re.search(r"(?:[^s]s|ed|ing)$", w.lower()) for w in words[1:]):
+        return ""  # where the noun phrase ends is not shown
+    return words[-1]
 
 
 def _field_acronym(w: str, common: Common) -> bool:
@@ -175,6 +219,8 @@ class QuestionInfo:
     unit_acronyms: list[str] = field(default_factory=list)  # "LMs" in "how many LMs": matches "language models"
     strict_names: bool = False  # names of models, benchmarks, datasets ... are asked for: coined names expected
     parts: bool = False      # asks for the parts of something ("what three components ...")
+    kind: str = ""           # the noun whose names are asked, as written ("GPUs", "dataset")
+    quantity: set[str] = field(default_factory=set)  # stems a figure's sentence must state ("learning rate")
 
 
 def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bool:
@@ -215,7 +261,7 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     q = question.strip()
     multi = is_list_question(q)
     lookup = multi or bool(_LOOKUP_RE.search(q))
-    phrase, asks = _wh_phrase(q, common)
+    phrase, asks, head = _wh_phrase(q, common)
     numeric = _NUMERIC_RE.search(q)
     embedded = numeric is not None and re.match(r"how\s+(?:many|much)\b", numeric.group(0), re.I) and \
         re.search(r"\b(?:what|which|who|whom|whose|why)\b", q[:numeric.start()], re.I)
@@ -238,7 +284,17 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
                     if len(w.rstrip("s")) >= 2 and w.rstrip("s").isupper()]
     elif asks == "number":
         units = {stem(t) for t in terms(" ".join(phrase))} - FRAME_WORDS
-    units -= QUANTITY_NOUNS | {stem(w) for w in COMPARATIVES}
+        acronyms = [head] if len(head) >= 2 and head.isupper() else []  # "WER": "word error rate"
+    units -= QUANTITY_NOUNS | SINGULAR_QUANTITY_NOUNS | {stem(w) for w in COMPARATIVES}
+    quantity: set[str] = set()
+    if wants_number and asks == "number" and len(phrase) >= 2:
+        # "what learning rate": a sentence with a figure and "learning" alone ("scikit-learn") states no learning rate
+        quantity = {stem(t) for w in phrase if w not in COMPARATIVES for t in re.split(r"-", w)
+                    if len(t) > 1 and t not in STOPWORDS} - GENERIC_QUANTITY_NOUNS
+    elif wants_number and m and m.group(1).split()[0].lower() not in AUX_WORDS:
+        # "how much wall-clock computation time": the head noun of what is counted or measured
+        counted = head_noun(q[m.start(1):], counted=m.group(0).lower().startswith("how many"))
+        quantity = {stem(counted.lower())} if counted and counted.lower() not in COMPARATIVES - {"time"} else set()
     attribute = {stem(w) for w in phrase if w not in NUMBER_WORDS} - NAME_NOUNS - FRAME_WORDS if wants_names \
         else set()
     words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
@@ -250,7 +306,7 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
                         wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
                         attribute=attribute, shape=shape, unit_acronyms=acronyms,
                         strict_names=bool(heads & STRICT_NAME_NOUNS) or (wants_names and not phrase),
-                        parts=bool(heads & PART_NOUNS))
+                        parts=bool(heads & PART_NOUNS), kind=head if wants_names else "", quantity=quantity)
 
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")

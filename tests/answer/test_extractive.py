@@ -152,3 +152,100 @@ def test_answers_do_not_depend_on_the_process(corpus_settings) -> None:  # noqa:
     assert len(answers[0]) == len(questions)
     differ = [q for q, a, b in zip(questions, *answers) if a != b]
     assert not differ, differ
+
+
+def test_a_bound_in_a_formula_is_not_a_figure() -> None:
+    from rag.answer.extractive import figures
+
+    assert figures("It follows, where the inequality holds since w ≤ 1, ∀i.") == frozenset()
+    assert figures("Each weight lies in x ∈ [0, 1] by construction.") == frozenset()
+    assert figures("The decay factor is γ = 0.9 in every run.") == {"0.9"}
+
+
+def test_a_figure_sentence_states_the_asked_quantity() -> None:
+    from rag.answer.extractive import _states
+
+    assert _states("The tagger is trained with a learning rate of 0.01.", {"learn", "rate"})
+    assert not _states("We use Scikit-Learn 1.2 for the probe.", {"learn", "rate"})  # "learn" alone
+    assert _states("The solver takes 3 hours on one machine.", {"time"})  # a time given by its unit
+    assert not _states("The bound holds for w ≤ 2 when computed exactly.", {"time"})
+    assert _states("We trained on 8 GPU nodes.", {"gpus"})
+    assert _states("We rank 42 language models.", {"lms"}, ["LM"])
+
+
+def test_a_name_of_the_asked_kind_is_written_beside_its_noun() -> None:
+    from rag.answer.evidence import Vocabulary
+    from rag.answer.extractive import _kind_names, _names_kind
+
+    vocab = Vocabulary(None)
+    assert _names_kind("We run all models on Zorp X900 (48GB) and K80 (12GB) GPUs.", "GPUs", "", vocab, "")
+    assert _names_kind("We evaluate on data from the public Facewave dataset [12].", "dataset", "", vocab, "")
+    assert _names_kind("Each crop is then encoded by the GridNet-v2 encoder.", "encoder", "", vocab, "")
+    # a name elsewhere in a sentence that has the noun is of another kind
+    assert not _names_kind("For the probe trained on FooNet features we use one GPU.", "GPU", "", vocab, "")
+    # the word opening a sentence is not a name for being capitalised
+    assert _kind_names("Datasets are split evenly. Public datasets help.", "datasets", "", vocab, "") == set()
+
+
+def _full_text(pid: str, label: str, sentences: list[str], cosines: dict[str, float]):  # noqa: ANN202
+    """A paper read from a PDF (two sections, so a layout) whose sentences are its chunks."""
+    from rag.answer.retrieve import Chunk, PaperHit
+
+    half = len(sentences) // 2
+    text = " ".join(sentences)
+    layout = json.dumps([[0, 1, "Abstract"], [len(" ".join(sentences[:half])) + 1, 5, "4 Experiments"]])
+    chunks = [Chunk(f"{pid}:{i}", s, cosines.get(s, 0.3)) for i, s in enumerate(sentences)]
+    return PaperHit(pid, label, "", 0, 1.0, text, title=label, chunks=chunks, complete=True, layout=layout)
+
+
+def _draft(question: str, papers: list) -> object:  # noqa: ANN001
+    from rag.answer.evidence import Vocabulary
+    from rag.answer.extractive import draft_answer
+    from rag.answer.retrieve import Retrieval
+
+    return draft_answer(question, Retrieval(question, papers, None, {}, "hybrid"), vocab=Vocabulary(None))
+
+
+TAGGER = ["We present Zeta, a tagger for field notes.", "Zeta labels every line of a note.",
+          "We train Zeta with the Quokka toolkit on lichen notes.", "Training takes two days for Zeta."]
+
+
+def test_a_full_text_that_never_uses_the_asked_noun_names_none_of_its_kind() -> None:
+    paper = _full_text("z", "Zeta", TAGGER, {TAGGER[2]: 0.8})
+    draft = _draft("What GPUs were used to train Zeta?", [paper])
+    assert draft.abstention and not draft.quotes  # "Quokka" is named, but the paper never speaks of GPUs
+    with_gpu = _full_text("z", "Zeta", TAGGER + ["Zeta is trained on four Vexa R9 GPUs."], {TAGGER[2]: 0.8})
+    draft = _draft("What GPUs were used to train Zeta?", [with_gpu])
+    assert [q.sentence for q in draft.quotes] == ["Zeta is trained on four Vexa R9 GPUs."]
+
+
+def test_a_name_in_a_sentence_whose_noun_stands_apart_is_of_another_kind() -> None:
+    s = "For the Quokka probe trained on Zeta features we use a single GPU."
+    paper = _full_text("z", "Zeta", TAGGER + [s], {s: 0.9})
+    assert _draft("What GPU was used to train the Zeta tagger?", [paper]).abstention
+
+
+def test_whose_gpu_is_asked_is_said_by_the_questions_other_words() -> None:
+    mine = _full_text("z", "Zeta", TAGGER + ["The lichen tagger is trained on one Vexa R9 GPU."], {})
+    other = _full_text("o", "Orca", ["We present Orca, a whale-song counter.", "Orca counts songs in recordings.",
+                                     "Orca runs on a Kryo K7 GPU.", "Songs are counted hourly."],
+                       {"Orca runs on a Kryo K7 GPU.": 0.9})
+    third = _full_text("p", "Puma", ["We present Puma, a bird-call filter.", "Puma filters calls.",
+                                     "Puma needs no GPU at all.", "Calls are kept."], {})
+    draft = _draft("What GPU was the lichen tagger trained on?", [other, mine, third])
+    assert [q.paper.label for q in draft.quotes] == ["Zeta"]
+
+
+def test_how_large_prefers_a_size_in_bytes() -> None:
+    a, b = "The index built from the archive holds 2.7M passages.", "Stored on disk, the index takes 27GB."
+    paper = _full_text("z", "Zeta", TAGGER + [a, b], {a: 0.95, b: 0.4})
+    draft = _draft("How large is the index built from the archive?", [paper])
+    assert draft.quotes[0].sentence == b
+
+
+def test_of_several_sizes_the_one_whose_sentence_continues_the_asked_subject() -> None:
+    intro, size = "For the archive we build an index of field notes.", "This index takes 27GB on disk."
+    other = "The index of bird calls built for the archive takes 12GB."
+    paper = _full_text("z", "Zeta", TAGGER + [other, intro, size], {other: 0.9, intro: 0.5, size: 0.3})
+    draft = _draft("How large is the index of field notes built for the archive?", [paper])
+    assert draft.quotes[0].sentence == size

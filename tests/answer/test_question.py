@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer.question import question_shape
+from rag.answer.question import analyse, head_noun, question_shape
 
 
 @pytest.mark.parametrize("question, shape", [
@@ -24,3 +24,65 @@ from rag.answer.question import question_shape
 ])
 def test_question_shape(question: str, shape: str) -> None:
     assert question_shape(question) == shape
+
+
+@pytest.mark.parametrize("question, units", [
+    ("What WER does the model achieve on the noisy test set?", {"wer"}),
+    ("What BLEU score does the system reach on the news task?", {"bleu"}),
+    ("What mAP does the detector get on the street images?", {"map"}),
+])
+def test_a_metric_written_as_an_acronym_asks_for_its_value(question: str, units: set[str]) -> None:
+    info = analyse(question)
+    assert info.wants_number and not info.wants_names
+    assert info.units == units
+
+
+def test_a_metric_acronym_may_be_written_out_in_the_answer() -> None:
+    assert analyse("What WER does the recogniser reach?").unit_acronyms == ["WER"]
+
+
+def test_a_factor_in_the_singular_asks_for_a_value_in_the_plural_for_parts() -> None:
+    info = analyse("What decay factor was used in the maze runs?")
+    assert info.wants_number and info.units == {"decay"} and info.quantity == {"decay", "factor"}
+    assert not analyse("What factors explain the drift?").wants_number
+
+
+@pytest.mark.parametrize("question, quantity", [
+    ("What learning rate was used to train the tagger?", {"learn", "rate"}),
+    ("What per-gene AUROC does the probe get?", {"gene", "auroc"}),
+    ("What is the theoretical maximum number of slots?", {"theoret"}),  # "number" and "maximum" are not written
+    ("How much wall-clock computation time does the solver need?", {"time"}),
+    ("Roughly how many participants contributed to the survey?", {"particip"}),
+    ("How many LMs does the study rank?", {"lms"}),
+])
+def test_what_a_figure_sentence_must_state(question: str, quantity: set[str]) -> None:
+    assert analyse(question).quantity == quantity
+
+
+def test_a_single_generic_quantity_word_needs_no_statement() -> None:
+    assert analyse("What accuracy does the tagger reach?").quantity == set()
+    assert analyse("How much faster is the solver?").quantity == set()
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("What GPUs were used to train the tagger?", "GPUs"),
+    ("What GPU was used to train the tagger?", "GPU"),
+    ("Which dataset is used to test the tagger on real speech?", "dataset"),
+    ("Which encoder network encodes the image crops?", "encoder"),
+])
+def test_a_names_question_knows_the_kind_it_asks_names_of(question: str, kind: str) -> None:
+    info = analyse(question)
+    assert info.wants_names and info.kind == kind
+
+
+def test_a_possessive_acronym_is_not_the_asked_kind() -> None:
+    assert analyse("what's XYZ's relative gain on the hard split?").kind == ""
+    assert analyse("What does XYZ do?").kind == ""
+
+
+def test_head_noun_is_the_counted_plural_or_the_measured_noun() -> None:
+    assert head_noun("participants contributed to the survey") == "participants"
+    assert head_noun("labeled examples are there") == "examples"
+    assert head_noun("microbial genomes come from the cores") == "genomes"
+    assert head_noun("data comes from the cores", counted=False) == ""
+    assert head_noun("wall-clock computation time does it take", counted=False) == "time"
