@@ -367,6 +367,30 @@ def _heading_like(ln: Line, body: float) -> bool:
     return numbered and len(letters) >= 4 and all(c.isupper() for c in letters) and ln.size >= body * 0.9
 
 
+def _split_run_in(lines: list[Line], body: float) -> list[Line]:
+    """A paragraph that opens with a run-in heading in bold ("Reducing Number of Layers We experiment with ..."):
+    its first line is split into the heading and the body text after it, so the heading is not read with the
+    paragraph's first words, and the paragraph does not open mid-sentence."""
+    out: list[Line] = []
+    for i, ln in enumerate(lines):
+        words = ln.words
+        n = next((k for k, w in enumerate(words) if not w.bold), len(words))
+        prev = lines[i - 1] if i else None
+        opens = prev is None or prev.page != ln.page or prev.column != ln.column or \
+            line_text(prev).rstrip().endswith((".", ":", "?", "!")) or prev.bold
+        if not (2 <= n <= 10 and n < len(words) and opens and abs(ln.size - body) <= 0.1 * body
+                and words[0].text[:1].isupper() and not any(w.bold for w in words[n:])
+                and not _CAPTION_RE.match(ln.text) and ln.math < 0.3
+                # "Theorem 1", "Definition 2": a numbered label opens a statement, not a part of the section
+                and not re.fullmatch(r"[A-Z][a-z]+\.? [\dIVX]+(?:\.\d+)*[.:]?", " ".join(w.text for w in words[:n]))):
+            out.append(ln)
+            continue
+        meta = {k: v for k, v in ln.meta.items() if not k.startswith("text")}  # the text is the words'
+        out += [Line(words[:n], ln.page, ln.kind, ln.column, dict(meta)),
+                Line(words[n:], ln.page, ln.kind, ln.column, dict(meta))]
+    return out
+
+
 def _letters(text: str) -> float:
     chars = [c for c in text if not c.isspace()]
     return sum(c.isalpha() for c in chars) / max(1, len(chars))
@@ -653,12 +677,15 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
     for p in pages:
         for col, w in _column_width([ln for ln in p.lines if id(ln) not in furniture], body).items():
             widths[(p.number, col)] = w
-    blocks = _blocks(rest, body)
+    blocks = _blocks(_split_run_in(rest, body), body)
     heights = {p.number: p.height for p in pages}
     section = ""
     in_abstract = False
     in_references = False
     abstract_style: tuple[float, float] | None = None
+    # The last body block and its section, and the unnumbered heading seen since (see below).
+    last_body: Block | None = None
+    label_heading = False
     for b in blocks:
         first_text = line_text(b.lines[0])
         if not in_abstract and section == "" and _is_abstract_heading(b.lines[0], body) and abstract_style is None:
@@ -683,6 +710,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             else:
                 in_references = False
             section = heading
+            label_heading = not _NUMBERED_RE.match(heading)
             b.kind, b.section = "heading", section
             continue
         if in_abstract and kind in ("footnote", "small", "figure", "caption", "table", "equation"):
@@ -705,8 +733,16 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
                     continue
             b.kind, b.section = "abstract", "Abstract"
             continue
+        if kind == "body" and not in_references and label_heading and last_body is not None \
+                and first_text[:1].islower() and not line_text(last_body.lines[-1]).rstrip().endswith((".", "?", "!", ":")):
+            # A section never opens mid-sentence: the unnumbered bold lines since the last body block were the
+            # column heads of a table or figure ("Negative samples from"), and this block goes on with the
+            # sentence the last one left open, in its section.
+            section = last_body.section
         b.kind = "reference" if in_references and kind in ("body", "figure", "small", "footnote") else kind
         b.section = section
+        if kind == "body" and not in_references:
+            last_body, label_heading = b, False
     # Text of each block; a word hyphenated across two blocks (column or page break) is completed in the first.
     texts = [_join([line_text(ln) for ln in b.lines], vocab=vocab) for b in blocks]
     keep = ("abstract", "body")

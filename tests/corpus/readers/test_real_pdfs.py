@@ -108,3 +108,22 @@ def test_author_notes_are_not_in_the_text(papers: list) -> None:
     assert "larger neighborhood sizes" in " ".join(s for _pg, _h, s in kania.sections).lower()
     assert any(k == "author note" for _pg, k, _s, _x in kania.blocks)
     assert any(k == "footnote" for _pg, k, _s, _x in kania.blocks)
+
+
+def test_sections_do_not_open_mid_sentence(papers: list) -> None:
+    """Bold column heads of a table ("Negative samples from") read like headings, and a run-in paragraph heading
+    ("Inference Details We run ...") shares its line with the paragraph's first words: neither opens a section
+    whose text starts mid-sentence. The section after a table's heads stays the one it was in."""
+    opened_mid_sentence = []
+    for t, p in papers:
+        seen = set()
+        for _pg, heading, text in p.sections:
+            if heading not in seen and not re.match(r"(?:\d|[A-Z]\.|Fig|Table)", heading) and text[:1].islower():
+                opened_mid_sentence.append((t["file"], heading, text[:60]))
+            seen.add(heading)
+    # today one: a justified line of Lookback Lens p. 17 cut into pieces at its wide gaps ("Multiple" | "Layer We")
+    assert len(opened_mid_sentence) <= 1, opened_mid_sentence
+    lookback = next(p for t, p in papers if t["file"] == "chuang-2024-lookbacklens.pdf")
+    assert [h for pg, h, s in lookback.sections if pg == 15 and "NVIDIA A6000" in s] == ["Inference Details"]
+    cpc = next(p for t, p in papers if t["file"] == "vandenoord-2019-cpc.pdf")
+    assert [h for pg, h, s in cpc.sections if pg == 5 and "8 GPUs" in s] == ["3.1 Audio"]
