@@ -24,7 +24,7 @@ from functools import lru_cache
 from rag import prompts
 from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, current_constants, defines, \
     paper_probabilities, question_terms
-from rag.corpus.sections import parse_layout
+from rag.corpus.sections import parse_layout, section_of
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
 from rag.answer.lead import parts_span
 from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, specific_tokens
@@ -524,6 +524,17 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
             where = " ".join(sorted(setting))
             return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=f"“{where}”"))
+    if info.units and _full_text(best.paper):
+        # "How many GPUs were used to train the audio model?": in a full text the same count is often given for
+        # each experiment, in its own section ("3.1 Audio", "3.2 Vision"); the section heading holding more of
+        # the question's other words says which experiment's figure is asked (ties: the likeliest).
+        rest = info.content - info.units - focus_terms - stems(best.paper.label) - stems(best.paper.title)
+
+        def headed(x: Candidate) -> int:
+            return len(rest & stems(section_of(x.paper.text, x.paper.layout or "", x.sentence)))
+
+        top = max((x for x in with_numbers if x.paper is best.paper), key=headed)
+        best = top if headed(top) > headed(best) else best
     sized = [x for x in with_numbers if x.paper is best.paper and _BYTES_RE.search(x.sentence)] \
         if _SIZE_RE.search(info.text) else []
     if sized:

@@ -249,3 +249,22 @@ def test_of_several_sizes_the_one_whose_sentence_continues_the_asked_subject() -
     paper = _full_text("z", "Zeta", TAGGER + [other, intro, size], {other: 0.9, intro: 0.5, size: 0.3})
     draft = _draft("How large is the index of field notes built for the archive?", [paper])
     assert draft.quotes[0].sentence == size
+
+
+def test_of_a_count_given_per_experiment_the_section_named_by_the_question_answers() -> None:
+    from rag.answer.retrieve import Chunk, PaperHit
+
+    # neither figure's sentence names its experiment, and the other one's shares more words with the question
+    lichen = ["Zeta tags lichen notes with a small encoder.", "We use 8 GPUs with a batch of 64 notes."]
+    moss = ["Zeta also tags moss notes with a larger encoder.", "The model is trained on 32 GPUs for a day."]
+    sentences = TAGGER + lichen + moss
+    text = " ".join(sentences)
+    marks = [[0, 1, "Abstract"], [len(" ".join(TAGGER)) + 1, 4, "3.1 Lichen"],
+             [len(" ".join(TAGGER + lichen)) + 1, 6, "3.2 Moss"]]
+    cos = {lichen[1]: 0.4, moss[1]: 0.6}
+    paper = PaperHit("z", "Zeta", "", 0, 1.0, text, title="Zeta", complete=True, layout=json.dumps(marks),
+                     chunks=[Chunk(f"z:{i}", s, cos.get(s, 0.3)) for i, s in enumerate(sentences)])
+    draft = _draft("How many GPUs were used to train the lichen model of Zeta?", [paper])
+    assert draft.quotes[0].sentence == lichen[1]  # the moss figure is likelier, but its section is another's
+    draft = _draft("How many GPUs were used to train the moss model of Zeta?", [paper])
+    assert draft.quotes[0].sentence == moss[1]
