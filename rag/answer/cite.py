@@ -70,15 +70,29 @@ class CheckResult:
         return [c for c in self.checks if not c.supported]
 
 
+# A passage quoted from a paper keeps the paper's own reference marks ("the Adam optimizer [32]"): they are not
+# the answer's citations, so nothing below reads, renumbers or removes a mark inside “…”.
+_QUOTED_RE = re.compile(r"“[^“”]*”")
+
+
+def outside_quotes(text: str, change: Callable[[str], str]) -> str:
+    """`text` with `change` applied to its parts outside quotation marks (“…”), the quoted parts as they are."""
+    out, last = [], 0
+    for m in _QUOTED_RE.finditer(text):
+        out += [change(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    return "".join(out) + change(text[last:])
+
+
 def cited_numbers(sentence: str) -> list[int]:
     out: list[int] = []
-    for m in CITATION_RE.finditer(sentence):
+    for m in CITATION_RE.finditer(_QUOTED_RE.sub(" ", sentence)):
         out += [int(x) for x in re.split(r"[,;]", m.group(1)) if x.strip()]
     return out
 
 
 def strip_citations(sentence: str) -> str:
-    return re.sub(r"\s+([.,;:!?])", r"\1", CITATION_RE.sub("", sentence)).strip()
+    return re.sub(r"\s+([.,;:!?])", r"\1", outside_quotes(sentence, lambda part: CITATION_RE.sub("", part))).strip()
 
 
 _NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
@@ -194,7 +208,7 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
         removed += bad
         valid = list(dict.fromkeys(n for n in cited if n in by_n))
         clean = strip_citations(sentence)
-        shown = CITATION_RE.sub(lambda m: _keep_valid(m, by_n), sentence)
+        shown = outside_quotes(sentence, lambda part: CITATION_RE.sub(lambda m: _keep_valid(m, by_n), part))
         shown = re.sub(r"\s+([.,;:!?])", r"\1", shown)
         if prompts.is_abstention(clean):
             checks.append(SentenceCheck(shown, valid, True, "abstention"))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from rag import prompts
-from rag.answer.cite import CITATION_RE, CheckResult, SourceText, check_answer, cited_numbers
+from rag.answer.cite import CITATION_RE, CheckResult, SourceText, check_answer, cited_numbers, outside_quotes
 from rag.answer.extractive import Draft
 from rag.answer.lead import lead_for
 from rag.answer.retrieve import PaperHit, Retrieval
@@ -30,8 +30,8 @@ def renumber_citations(text: str) -> tuple[str, dict[int, int]]:
 
 
 def _apply_renumber(text: str, mapping: dict[int, int]) -> str:
-    return CITATION_RE.sub(lambda m: "[" + ", ".join(str(mapping.get(n, n)) for n in cited_numbers(m.group(0)))
-                           + "]", text)
+    return outside_quotes(text, lambda part: CITATION_RE.sub(
+        lambda m: "[" + ", ".join(str(mapping.get(n, n)) for n in cited_numbers(m.group(0))) + "]", part))
 
 
 def _renumber_repair(repaired: str, mapping: dict[int, int], papers: list[PaperHit]) -> str:

@@ -52,6 +52,14 @@ def test_citation_to_a_source_not_given_is_removed() -> None:
     assert r.removed_citations == [7] and "[7]" not in r.text and "[1]" in r.text and not r.unsupported
 
 
+def test_a_papers_own_reference_marks_inside_a_quote_are_its_text() -> None:
+    src = SourceText(1, "RecMem", ["We train RecMem with Adam [32] for 1,800 test steps."])
+    r = check_answer("RecMem [1]: “We train RecMem with Adam [32] for 1,800 test steps.”", [src], embed=None)
+    assert not r.removed_citations and "Adam [32] for" in r.text and not r.unsupported
+    assert cited_numbers("RecMem [1]: “Adam [32] and [3]”") == [1]
+    assert strip_citations("RecMem [1]: “Adam [32].”") == "RecMem: “Adam [32].”"
+
+
 def test_only_invalid_citations_leave_the_sentence_uncited() -> None:
     r = check_answer("RecMem stays stable over 1,800 test steps [9].", [RECMEM], embed=fake_embed)
     assert r.removed_citations == [9] and r.unsupported[0].reason.startswith("no citation")

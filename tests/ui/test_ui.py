@@ -119,6 +119,13 @@ def test_answer_html_has_chips_repair_marks_and_the_rejected_draft() -> None:
     assert "cite-chip" not in out
 
 
+def test_a_reference_mark_inside_a_quote_is_not_a_chip() -> None:
+    c = Citation(1, "p1", "FooNet", "a.jsonl", 1, "FooNet is trained with Adam [2].")
+    a = _answer(answer=f"FooNet [1]: “{c.quote}”", citations=[c, Citation(2, "p2", "BarBench", "b.jsonl", 1, "x.")])
+    out = answer_html(a, 0, {})
+    assert "href='#ev-0-1'" in out and "href='#ev-0-2'" not in out and "Adam &#91;2&#93;" in out
+
+
 def test_plain_answer_is_text_with_a_reference_list() -> None:
     a = _answer()
     a.citations[0].reference = "FooNet. a.jsonl#1. id p1"
