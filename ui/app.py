@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 import gradio as gr
 
+from rag.answer.cite import QUOTED_RE
 from rag.answer.question import clean_question
 from rag.corpus.references import to_bibtex
 from rag.corpus.sections import abstract_of, place, where_of
@@ -55,7 +56,6 @@ VERSION_WAIT_S = 3.0  # after an upload, how long to wait for the retriever to l
 UPLOAD_DIR = "uploads"  # under PAPERS_DATA_DIR: uploaded files are kept there and ingested like any corpus path
 
 _CITE_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_QUOTED_RE = re.compile(r"“[^“”]*”")
 _MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is escaped
 
 
@@ -269,7 +269,7 @@ def _tip(c: Citation, entry: CatalogEntry | None) -> str:
 def _chips(line: str, turn: int, tips: dict[int, str], marks: list[str]) -> str:
     """A line of answer text, escaped, with every known [n] turned into a chip and repair marks put back."""
     out, last = [], 0
-    quoted = [q.span() for q in _QUOTED_RE.finditer(line)]  # a paper's own "[32]" inside a quote is its text
+    quoted = [q.span() for q in QUOTED_RE.finditer(line)]  # a paper's own "[32]" inside a quote is its text
     for m in _CITE_RE.finditer(line):
         nums = [int(x) for x in m.group(1).split(",")]
         if not all(n in tips for n in nums) or any(a < m.start() < b for a, b in quoted):

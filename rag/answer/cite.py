@@ -72,13 +72,13 @@ class CheckResult:
 
 # A passage quoted from a paper keeps the paper's own reference marks ("the Adam optimizer [32]"): they are not
 # the answer's citations, so nothing below reads, renumbers or removes a mark inside “…”.
-_QUOTED_RE = re.compile(r"“[^“”]*”")
+QUOTED_RE = re.compile(r"“[^“”]*”")
 
 
 def outside_quotes(text: str, change: Callable[[str], str]) -> str:
     """`text` with `change` applied to its parts outside quotation marks (“…”), the quoted parts as they are."""
     out, last = [], 0
-    for m in _QUOTED_RE.finditer(text):
+    for m in QUOTED_RE.finditer(text):
         out += [change(text[last:m.start()]), m.group(0)]
         last = m.end()
     return "".join(out) + change(text[last:])
@@ -86,7 +86,7 @@ def outside_quotes(text: str, change: Callable[[str], str]) -> str:
 
 def cited_numbers(sentence: str) -> list[int]:
     out: list[int] = []
-    for m in CITATION_RE.finditer(_QUOTED_RE.sub(" ", sentence)):
+    for m in CITATION_RE.finditer(QUOTED_RE.sub(" ", sentence)):
         out += [int(x) for x in re.split(r"[,;]", m.group(1)) if x.strip()]
     return out
 
