@@ -153,6 +153,34 @@ class Vocabulary:
             and len(right) >= 3
 
 
+_URL_RE = re.compile(r"(?:https?:/*|www\.|://)\S*$")
+
+
+def _url_continues(last: str, line: str, vocab: Vocabulary) -> bool:
+    """Does `line` go on with the URL that ends the text before it? URLs break anywhere in a narrow column
+    ("https://gith" | "ub.com/nelson-liu"), so a line goes on with one when the URL stops at a separator, or
+    when its first piece is a path or domain fragment ("/EdinburghNLP", "ub.com/x") or no word of the document
+    ("lymail"), never when that piece is a word the document writes ("and", "respectively")."""
+    if not _URL_RE.search(last) or last.endswith((",", ";", ")")):
+        return False
+    first = line.split(" ", 1)[0]
+    core = first.rstrip(".,;:)")
+    if _URL_RE.match(first):
+        return False  # a second URL (footnotes set one under the other)
+    if last.endswith(("/", ":", "-", "_")) or first.startswith("/") or "/" in core:
+        return True
+    if re.match(r"[A-Z]", first):
+        return False
+    if last.endswith(".") or re.search(r"\w\.[a-z]{2,}", core):
+        return True
+    if not re.fullmatch(r"[a-z0-9_]+", core) or not vocab.words:
+        return False
+    tail = re.search(r"[a-z]+$", last)
+    # "lost-in-the-middl" + "e": the piece completes the URL's last word ("middle" is a word, "middl" is not)
+    return core not in vocab.words or bool(tail) and tail.group(0) not in vocab.words \
+        and tail.group(0) + core in vocab.words
+
+
 def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary | None = None) -> str:
     """Lines of a paragraph -> one text; a word hyphenated at a line end is joined ("hyphen-" + "ation")
     unless the document writes that hyphenated word elsewhere (or both halves, but not the whole, are its
@@ -163,7 +191,9 @@ def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary
         t = t.strip()
         if not t:
             continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
+        if out and _url_continues(out.rsplit(" ", 1)[-1], t, vocab):
+            out += t  # a URL broken at the line end ("https:" + "//github.com/...", "https://hu" + "ggingface.co/")
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
             left = re.search(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$", out)
             right = re.match(r"[^\W\d_]+", t)
             last = left.group(1).split("-")[-1] if left else ""
@@ -172,9 +202,6 @@ def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary
             keep = chain or bool(left and right and (vocab.keeps_hyphen(left.group(1), right.group(0))
                                                      or vocab.keeps_hyphen(last, right.group(0))))
             out = (out if keep else out[:-1]) + t
-        elif re.search(r"(?:https?:/*|www\.|://)\S*[/:.]?$", out.rsplit(" ", 1)[-1]) and out.endswith(("/", ":", ".", "-")) \
-                and not re.match(r"[A-Z]", t):
-            out += t  # a URL broken at the line end ("https:" + "//github.com/...")
         else:
             out = f"{out} {t}" if out else t
     return out

@@ -37,3 +37,20 @@ def test_hyphen_kept_when_both_halves_are_words_and_the_joined_form_is_not() -> 
     assert _join(["an inaccu-", "rate answer"], vocab=vocab) == "an inaccurate answer"
     assert _join(["the state-", "of-the-art method"]) == "the state-of-the-art method"
     assert _join(["see https:", "//example.org/x now"]) == "see https://example.org/x now"
+
+
+def test_a_url_broken_anywhere_in_a_narrow_column_is_joined_but_not_the_words_after_it() -> None:
+    from rag.corpus.readers.pdf import Vocabulary
+
+    vocab = Vocabulary.of(["the middle of the data we release and we share the code here",
+                           "results respectively and more with all the data"])
+    assert _join(["code at https://gith", "ub.com/alice/repo and the"], vocab=vocab) == \
+        "code at https://github.com/alice/repo and the"
+    assert _join(["data: https://example.org", "/sets/news_dai", "lymail here"], vocab=vocab) == \
+        "data: https://example.org/sets/news_dailymail here"
+    assert _join(["see https://example.org/lost-in-the-middl", "e. Then"], vocab=vocab) == \
+        "see https://example.org/lost-in-the-middle. Then"
+    assert _join(["from https://example.org/x", "and more"], vocab=vocab) == "from https://example.org/x and more"
+    assert _join(["https://example.org/a", "https://example.net/b"], vocab=vocab) == \
+        "https://example.org/a https://example.net/b"
+    assert _join(["at https://example.org/x,", "respectively"], vocab=vocab) == "at https://example.org/x, respectively"
