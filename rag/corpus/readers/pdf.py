@@ -46,6 +46,7 @@ from rag.corpus.records import CorpusError, FileReport
 
 MAX_PAGES = 200
 _ABSTRACT_RE = re.compile(r"^\s*a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b[\s.:—–-]*", re.IGNORECASE)
+_KEYWORDS_RE = re.compile(r"^\s*(?:index\s+terms|key\s?words|key\s?phrases)\s*[—–:.-]", re.IGNORECASE)
 _NUMBERED_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)*\.?|[IVX]+\.)\s+\S")
 _END_SECTIONS_RE = re.compile(r"^(?:\d+\.?\s+|[A-Z]\.?\s+)?(references|bibliography|works cited|literature cited)"
                               r"\s*$", re.IGNORECASE)
@@ -384,7 +385,8 @@ def _heading_like(ln: Line, body: float) -> bool:
         return False
     if text.endswith(".") and not re.match(r"^(?:\d+|[A-Z])\.\s", text):
         return False
-    numbered = bool(_NUMBERED_RE.match(text))
+    # a section title opens with a capital: "2.87 while using ..." is a line of text that starts with a figure
+    numbered = bool(_NUMBERED_RE.match(text)) and not re.match(r"\S+\s+[a-z]", text)
     if ln.size >= body * 1.1 and (ln.bold or ln.size >= body * 1.15 or numbered):
         return True
     if ln.bold and ln.size >= body * 0.9 and (numbered or len(text.split()) <= 6 and text[:1].isupper()):
@@ -709,6 +711,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
     section = ""
     in_abstract = False
     in_references = False
+    run_in_label: Block | None = None
     abstract_style: tuple[float, float] | None = None
     # The last body block and its section, and the unnumbered heading seen since (see below).
     last_body: Block | None = None
@@ -720,12 +723,17 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             rest_text = _ABSTRACT_RE.sub("", first_text, count=1)
             if rest_text or len(b.lines) > 1:
                 b.kind = "abstract"
+                run_in_label = b  # "Abstract—Speech enhancement ...": the label is not the abstract's text
                 abstract_style = (b.lines[-1].size, b.lines[-1].x1 - b.lines[-1].x0)
             else:
                 b.kind = "heading"
             b.section = section
             continue
         kind = _kind(b, body, widths, heights[b.page])
+        if _KEYWORDS_RE.match(first_text) and not in_references:
+            # "Index Terms—speech enhancement, ..." set bold throughout (IEEE) reads like a heading: it is not one
+            in_abstract, b.kind, b.section, section = False, "keywords", "", ""
+            continue
         if kind == "heading":
             heading = clean_field(" ".join(line_text(ln) for ln in b.lines))
             in_abstract = False
@@ -772,6 +780,9 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             last_body, label_heading = b, False
     # Text of each block; a word hyphenated across two blocks (column or page break) is completed in the first.
     texts = [_join([line_text(ln) for ln in b.lines], vocab=vocab) for b in blocks]
+    if run_in_label is not None:
+        i = next(j for j, b in enumerate(blocks) if b is run_in_label)
+        texts[i] = _ABSTRACT_RE.sub("", texts[i], count=1)
     keep = ("abstract", "body")
     for i, b in enumerate(blocks):
         if b.kind not in keep or not texts[i].endswith("-"):

@@ -297,15 +297,56 @@ def group_lines(words: list[Word], page: int) -> list[Line]:
             rows[best].append(w)
             if w.size >= 0.85 * max(o.size for o in rows[best]):
                 extents[best] = (min(extents[best][0], w.top), max(extents[best][1], w.bottom))
-    lines: list[Line] = []
     for row in rows:
         row.sort(key=lambda w: w.x0)
+    gutter = _gutter_x(rows)
+    lines: list[Line] = []
+    for row in rows:
         run = [row[0]]
         for w in row[1:]:
             size = max(min(w.size, run[-1].size), 1.0)
-            if w.x0 - run[-1].x1 > 1.2 * size:  # wider than any word space of justified text
+            gap = w.x0 - run[-1].x1
+            # wider than any word space of justified text, or a narrower strip that is empty on most rows of
+            # the page: a column gutter (LaTeX's default \columnsep is 10pt, under 1.2 x a 10pt font)
+            if gap > 1.2 * size or gutter is not None and gap > 0.7 * size and run[-1].x1 <= gutter <= w.x0:
                 lines.append(Line(run, page))
                 run = []
             run.append(w)
         lines.append(Line(run, page))
     return lines
+
+
+GUTTER_ROWS = 4  # rows with text on both sides of a strip before it can be a gutter
+
+
+def _gutter_x(rows: list[list[Word]]) -> float | None:
+    """The x of a vertical strip in the page's middle that no word crosses on most rows that have prose on both
+    sides of it, or None. A word space falls at a given x on a few rows of a single-column page, never on most;
+    a gutter is empty on every row of the two columns, crossed only by full-width titles, captions and tables."""
+    if len(rows) < GUTTER_ROWS:
+        return None
+    x0 = min(w.x0 for r in rows for w in r)
+    x1 = max(w.x1 for r in rows for w in r)
+    best: tuple[int, float] | None = None
+    run: list[float] = []
+    for i in range(int(0.3 * (x1 - x0)), int(0.7 * (x1 - x0)) + 1):
+        x = x0 + i
+        empty = crossed = 0
+        for r in rows:
+            if r[0].x0 >= x or r[-1].x1 <= x:
+                continue  # text on one side only
+            if any(w.x0 < x < w.x1 for w in r):
+                crossed += 1
+            elif sum(w.x1 <= x for w in r) >= 4 and sum(w.x0 >= x for w in r) >= 4:
+                empty += 1  # prose on both sides, not a table's cells
+        if empty >= GUTTER_ROWS and empty >= 3 * crossed:
+            run.append(x)
+            if best is None or empty > best[0]:
+                best = (empty, x)
+        elif run and best is not None and best[1] in run:
+            break
+    if best is None:
+        return None
+    # the middle of the widest empty strip around the best x
+    strip = [x for x in run if abs(x - best[1]) <= len(run)]
+    return (min(strip) + max(strip)) / 2

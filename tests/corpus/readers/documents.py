@@ -216,6 +216,52 @@ for conservative Q-learning, with identical network sizes and training budgets.
 \end{document}
 """
 
+# IEEE conference style: a bold run-in "Abstract—" and "Index Terms—", capitalised Roman-numbered headings, and
+# full columns with LaTeX's default 10pt \columnsep, a gutter narrower than 1.2 x the font size.
+_ROOMS = r"""The design follows a simple principle: every temporal scale is represented by its own group of
+channels, and the network learns per frame which scale matters. In rooms with long reverberation times the
+coarse groups dominate, while in dry rooms the fine groups carry most of the weight. This behaviour emerges
+without supervision of the gate, which we verified on recordings from five rooms.
+"""
+
+LATEX_IEEE = r"""\documentclass[10pt,twocolumn]{article}
+\usepackage[T1]{fontenc}
+\usepackage{lmodern}
+\usepackage[margin=0.7in]{geometry}
+\title{\Large Multi-Scale Residual Attention for Robust Speech Enhancement in Reverberant Rooms}
+\author{\begin{tabular}{ccc}Marta Kowalczyk$^{1}$ & Daniel Okafor$^{2}$ & Yuki Tanaka$^{1}$\end{tabular}\\
+{\small\itshape $^{1}$Department of Electrical Engineering, University of Somewhere, Lyon, France}\\
+{\small\itshape $^{2}$Signal Processing Lab, Example Institute of Technology, Lagos, Nigeria}}
+\date{}
+\begin{document}
+\maketitle
+\noindent\textbf{\textit{Abstract}---Speech enhancement in reverberant rooms remains difficult because late
+reflections smear the spectral structure of speech. We propose a multi-scale residual attention network that
+splits each feature map into groups processed at different temporal resolutions. On the reverberant test set
+of the challenge corpus, the network raises the perceptual quality score from 2.31 to 2.87 while using 40
+percent fewer parameters than the strongest baseline.}
+
+\noindent\textbf{\textit{Index Terms}---speech enhancement, attention, reverberation}
+
+\section*{I. INTRODUCTION}
+Speech enhancement systems are deployed in hearing aids and conference phones, where reverberation is the
+norm rather than the exception. Earlier networks operate at one temporal resolution and therefore either miss
+the long tails of late reflections or blur the onsets of phonemes.
+""" + _ROOMS * 4 + r"""
+\section*{II. METHOD}
+Each residual block splits its input channels into four groups. The first group is passed through unchanged,
+and each later group is convolved with a kernel whose dilation doubles with the group index, so that the
+block sees contexts from 20 to 160 milliseconds. An attention gate weighs the groups per frame.
+""" + _ROOMS * 5 + r"""
+\section*{III. EXPERIMENTS}
+We train all models for 60 epochs on a single NVIDIA RTX 3090 GPU with a batch size of 16.
+""" + _ROOMS * 6 + r"""
+\begin{thebibliography}{1}
+\bibitem{a} A. Author and B. Author, ``A study of reverberation,'' \emph{IEEE Trans. Audio}, vol. 12, 2019.
+\end{thebibliography}
+\end{document}
+"""
+
 CHROMIUM_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Graph Transformers for Traffic Forecasting at City Scale</title>
