@@ -169,6 +169,7 @@ def _kind_names(text: str, noun: str, label: str, vocab: Vocabulary, question: s
     return out
 
 
+CONTEXT_BEFORE = 2  # sentences before a sentence that say what it is about ("The LARGE model ... We train ...")
 GOVERNED_WINDOW = 6  # words from the question's word to the preposition whose object is the name
 
 
@@ -409,9 +410,22 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
             cands = [x for x in cands if held.get(x.paper.paper_id, 0) == most]
         if info.kind:
             # A name written beside the asked noun ("the Multiface dataset", "V100 GPUs") is of the asked kind.
-            named = next((x for x in cands if x.prob >= c.abstain_below and info.attribute <= stems(x.sentence)
-                          | stems(x.paper.label) and _names_kind(x.sentence, info.kind, x.paper.label, vocab,
-                                                                 question)), None)
+            beside = [x for x in cands if x.prob >= c.abstain_below and info.attribute <= stems(x.sentence)
+                      | stems(x.paper.label) and _names_kind(x.sentence, info.kind, x.paper.label, vocab, question)]
+            named = beside[0] if beside else None
+            caps = [w for w in capitals(question) if not _noun_re(info.kind).fullmatch(w)
+                    and _norm(w) not in _norm(named.paper.label)] if named else []
+            if caps and not all(_cased_in(w, named.sentence) for w in caps):
+                # "What hardware was the LARGE model trained on?": of a paper's sentences naming GPUs, the one
+                # that, with the two before it, writes the question's capitalised name ("The LARGE model contains
+                # 24 blocks ... we train on 128 V100 GPUs"), not the likelier one about another model.
+                text = {(x.paper.paper_id, x.index): x.sentence for x in scored}
+
+                def about(x: Candidate) -> bool:
+                    near = " ".join(text.get((x.paper.paper_id, x.index - k), "") for k in range(CONTEXT_BEFORE + 1))
+                    return all(_cased_in(w, near) for w in caps)
+
+                named = next((x for x in beside if x.paper is named.paper and about(x)), named)
             if named is None:
                 # So is a name the question's own words govern through its preposition ("In which library was the
                 # method implemented?": "we implement the entire method in Theano"), the noun written elsewhere.

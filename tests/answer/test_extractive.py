@@ -353,3 +353,12 @@ def test_an_abstention_shows_the_questions_words_and_says_text_for_a_full_text()
     abstract = replace(paper, layout="")
     draft = _draft("How much wall-clock computation does Zeta need?", [abstract])
     assert "Zeta's abstract gives no figure for “wall-clock computation”" in draft.abstention
+
+
+def test_of_sentences_naming_the_kind_the_one_after_the_questions_capitalised_name() -> None:
+    base, large = "It is trained on one Vexa-R9 GPU.", "It is trained on eight Vexa-R9 GPUs."
+    sentences = NOTES + ["The BASE tagger has four layers.", base, "The LARGE tagger has twelve layers.",
+                         "Its notes are longer.", large]
+    paper = _full_text("z", "Zeta", sentences, {base: 0.9, large: 0.3})
+    assert [q.sentence for q in _draft("What hardware was the LARGE tagger trained on?", [paper]).quotes] == [large]
+    assert [q.sentence for q in _draft("What hardware was the BASE tagger trained on?", [paper]).quotes] == [base]
