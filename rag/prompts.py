@@ -7,18 +7,24 @@ check, the eval and the UI can recognise an abstention in any mode.
 from __future__ import annotations
 
 ABSTAIN_PREFIX = "The indexed abstracts don't say"
+# The same when the papers it answers from are full texts (PDFs read with their sections), not abstracts.
+ABSTAIN_PREFIX_TEXTS = "The indexed papers don't say"
 
 ABSTAIN_NO_PAPERS = ABSTAIN_PREFIX + " anything on this: no paper in the index matches the question."
 ABSTAIN_MISSING_TERMS = ABSTAIN_PREFIX + " anything about {terms}."
 ABSTAIN_NO_FIGURE = ABSTAIN_PREFIX + " this: {paper}'s abstract gives no figure for {what}."
 ABSTAIN_NO_NAMES = ABSTAIN_PREFIX + " this: {paper}'s abstract does not name them."
 ABSTAIN_NO_MATCH = ABSTAIN_PREFIX + " this: no sentence in the closest abstracts answers it."
+ABSTAIN_MISSING_TERMS_TEXTS = ABSTAIN_PREFIX_TEXTS + " anything about {terms}."
+ABSTAIN_NO_FIGURE_TEXT = ABSTAIN_PREFIX_TEXTS + " this: {paper}'s text gives no figure for {what}."
+ABSTAIN_NO_NAMES_TEXT = ABSTAIN_PREFIX_TEXTS + " this: {paper}'s text does not name them."
+ABSTAIN_NO_MATCH_TEXTS = ABSTAIN_PREFIX_TEXTS + " this: no sentence in the closest papers answers it."
 ABSTAIN_CLOSEST = "Closest papers (none says it):"
 ABSTAIN_UNSUPPORTED = ABSTAIN_PREFIX + " this: no sentence of the generated answer could be traced to the sources."
 
 
 def is_abstention(text: str) -> bool:
-    return text.strip().startswith(ABSTAIN_PREFIX)
+    return text.strip().startswith((ABSTAIN_PREFIX, ABSTAIN_PREFIX_TEXTS))
 
 # --- generation (any OpenAI-compatible LLM) --------------------------------------------------------------
 

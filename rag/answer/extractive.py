@@ -27,7 +27,8 @@ from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, cu
 from rag.corpus.sections import parse_layout, section_of
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
 from rag.answer.lead import parts_span
-from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, specific_tokens
+from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, asked_preposition, capitals, kind_nouns, \
+    kind_phrase, specific_tokens
 from rag.answer.retrieve import PaperHit, Retrieval
 from rag.text import STOPWORDS, numbers, stem, stems, terms
 
@@ -76,9 +77,18 @@ def _names_few(key: str, vocab: Vocabulary) -> bool:
     return min(vocab.paper_share(w) for w in words) * n <= FEW_PAPERS
 
 
-def _present(token: str, papers: list[PaperHit]) -> bool:
+def _present(token: str, papers: list[PaperHit], cased: bool = False) -> bool:
+    """Does any of the papers use the token (`cased`: as written, where it is written in capitals)?"""
+    if cased:
+        return any(_cased_in(token, p.text) or _cased_in(token, p.label) or _cased_in(token, p.title) for p in papers)
     t = _norm(token)
     return any(t and (t in _norm(p.text) or t in _norm(p.label) or t in _norm(p.title)) for p in papers)
+
+
+def _cased_in(word: str, text: str) -> bool:
+    """Is a word the question writes in capitals ("BASE") written so in the text (not "base", "database")?"""
+    core = word[:-1] if word.endswith("s") else word
+    return bool(re.search(r"(?<![A-Za-z0-9])" + re.escape(core) + r"s?(?![a-z0-9])", text))
 
 
 _PAREN_ACRONYM_RE = re.compile(r"\(([A-Za-z][\w-]*)\)")
@@ -116,9 +126,10 @@ def _names_something(sentence: str, label: str, vocab: Vocabulary, question: str
 
 
 def _noun_re(noun: str) -> re.Pattern[str]:
-    """The asked noun in its singular or plural ("GPU", "GPUs"; "dataset", "datasets")."""
-    core = noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
-    return re.compile(r"(?<![\w-])" + re.escape(core) + r"(?:s|es)?(?![\w-])", re.I)
+    """The asked noun in its singular or plural ("GPU", "GPUs"; "dataset", "datasets"), or a noun of what
+    belongs to its kind ("hardware": "V100 GPUs", see `kind_nouns`)."""
+    cores = [n[:-1] if n.endswith("s") and len(n) > 3 else n for n in kind_nouns(noun)]
+    return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(c) for c in cores) + r")(?:s|es)?(?![\w-])", re.I)
 
 
 def _has_noun(text: str, noun: str) -> bool:
@@ -156,6 +167,32 @@ def _kind_names(text: str, noun: str, label: str, vocab: Vocabulary, question: s
             if _name_token(w, vocab) or w[0].isupper() and w[1:].islower() and not vocab.common(w) and [w] != first:
                 out.add(w)  # a capitalised word beside the noun, not opening its sentence: "Multiface dataset"
     return out
+
+
+CONTEXT_BEFORE = 2  # sentences before a sentence that say what it is about ("The LARGE model ... We train ...")
+GOVERNED_WINDOW = 6  # words from the question's word to the preposition whose object is the name
+
+
+def _governed_name(sentence: str, rest: set[str], caps: set[str], prep: str, label: str, vocab: Vocabulary) -> bool:
+    """Does the sentence state every other word of the question and write, within a few words after one of them,
+    the question's preposition with a name as its object ("We implement the entire method in Theano" for "In
+    which software framework was the method implemented?")? The name answers though the kind noun is not beside
+    it: the question's own verb and object govern it."""
+    if not prep or not (rest or caps) or not rest <= stems(sentence) or not all(_cased_in(w, sentence) for w in caps):
+        return False
+    words = re.findall(r"[A-Za-z0-9][\w.\-]*[\w]|[A-Za-z]", sentence)
+    own = [i for i, w in enumerate(words) if stems(w) & rest or w in caps]
+    label_n = _norm(label)
+    for i, w in enumerate(words):
+        if w.lower() != prep or not any(0 < i - j <= GOVERNED_WINDOW for j in own):
+            continue
+        for n in words[i + 1:i + 3]:
+            if _norm(n) != label_n and (_name_token(n, vocab) or n[0].isupper() and n[1:].islower()
+                                        and not vocab.common(n)):
+                return True
+            if n.lower() not in STOPWORDS:
+                break
+    return False
 
 
 def _names_one_of(sentence: str, names: set[str]) -> bool:
@@ -206,6 +243,30 @@ def _abstain(text: str, cands: list[Candidate]) -> Draft:
     return Draft([], text + _closest(cands))
 
 
+def _no_match(papers: list[PaperHit]) -> str:
+    """No sentence answers: said of "the closest papers" when any of them is a full text, not an abstract."""
+    return prompts.ABSTAIN_NO_MATCH_TEXTS if any(_full_text(p) for p in papers) else prompts.ABSTAIN_NO_MATCH
+
+
+def _no_figure(paper: PaperHit, what: str) -> str:
+    template = prompts.ABSTAIN_NO_FIGURE_TEXT if _full_text(paper) else prompts.ABSTAIN_NO_FIGURE
+    return template.format(paper=paper.label, what=what)
+
+
+def _no_names(paper: PaperHit) -> str:
+    return (prompts.ABSTAIN_NO_NAMES_TEXT if _full_text(paper) else prompts.ABSTAIN_NO_NAMES).format(paper=paper.label)
+
+
+def _as_written(question: str, wanted: set[str]) -> str:
+    """The question's words whose stems are `wanted`, as the user wrote them and in their order ("wall-clock
+    computation" for the stems clock, comput, wall, wall-clock), each once."""
+    out: list[str] = []
+    for w in re.findall(r"[A-Za-z0-9][\w'’\-]*[\w]|[A-Za-z0-9]", question):
+        if stems(w) & wanted and w not in out:
+            out.append(w)
+    return " ".join(out) or " ".join(sorted(wanted))
+
+
 @dataclass
 class Prepared:
     """A question read against its retrieved papers: its shape, the papers it names, the pool of papers
@@ -238,7 +299,8 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
         # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it. A claim's
         # names are its subject, which relevant and irrelevant papers share alike (measured on SciFact: narrowing
         # claims this way cited no more relevant papers and 7% more papers in all).
-        focus = [p for p in papers if all(_present(t, [p]) for t in info.specific)]
+        caps = set(capitals(question))
+        focus = [p for p in papers if all(_present(t, [p], t in caps) for t in info.specific)]
         if len(focus) > 2:
             focus = []  # a term many retrieved papers share narrows nothing
     names = {p.paper_id: name_used(question, p.label) for p in focus}
@@ -273,7 +335,7 @@ def draft_answer(question: str, retrieval: Retrieval, info: QuestionInfo | None 
     pr = prepared or prepare(question, retrieval, vocab, c, embed, info, named)
     info, focus, focus_terms, names, pool, cands = pr.info, pr.focus, pr.focus_terms, pr.names, pr.pool, pr.cands
     if not cands:
-        return Draft([], prompts.ABSTAIN_NO_MATCH)
+        return Draft([], _no_match(pr.pool))
     aspect = None
     if len(focus) >= 2 and not info.multi:
         aspect = _aspect_candidates(question, focus, names, info, vocab, c, embed, retrieval)
@@ -319,7 +381,9 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
                      and (cands[0].prob < c.missing_below or len(info.words) <= SHORT_QUESTION_WORDS
                           or info.shape in ("definition", "contribution", "limitation"))))]
     if missing:
-        return _abstain(prompts.ABSTAIN_MISSING_TERMS.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
+        template = prompts.ABSTAIN_MISSING_TERMS_TEXTS if any(_full_text(p) for p in pool) \
+            else prompts.ABSTAIN_MISSING_TERMS
+        return _abstain(template.format(terms=", ".join(f"“{t}”" for t in missing)), cands)
 
     if len(focus) >= 2 and not info.multi and (info.wants_number or info.wants_names):
         # "How many models does each of A and B evaluate?": each named paper's own figure (or names).
@@ -327,7 +391,7 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
                          [p], vocab, c) for p in focus if any(x.paper is p for x in cands)]
         answered = [d for d in parts if d.quotes]
         if not answered:
-            return parts[0] if parts else _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+            return parts[0] if parts else _abstain(_no_match([x.paper for x in cands]), cands)
         return Draft([q for d in answered for q in d.quotes], best=answered[0].best or answered[0].quotes[0])
     if info.wants_number:
         return _numeric(info, cands, focus_terms, c)
@@ -338,14 +402,41 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
             # Whose GPU or dataset is asked is said by the question's other words ("... to train the diffusive
             # RNN"): of the retrieved papers, only those holding the most of them answer.
             rest = info.words - stems(info.kind) - {stem(info.kind.lower().rstrip("s"))}
-            held = {p.paper_id: len(rest & stems(p.text)) for p in pool}
+            # A word written in capitals ("the BASE model") is held where the text writes it so, not "base".
+            caps = {w for w in capitals(question) if stem(w.lower()) in rest}
+            rest -= {stem(w.lower()) for w in caps}
+            held = {p.paper_id: len(rest & stems(p.text)) + sum(_cased_in(w, p.text) for w in caps) for p in pool}
             most = max(held.values(), default=0)
             cands = [x for x in cands if held.get(x.paper.paper_id, 0) == most]
         if info.kind:
             # A name written beside the asked noun ("the Multiface dataset", "V100 GPUs") is of the asked kind.
-            named = next((x for x in cands if x.prob >= c.abstain_below and info.attribute <= stems(x.sentence)
-                          | stems(x.paper.label) and _names_kind(x.sentence, info.kind, x.paper.label, vocab,
-                                                                 question)), None)
+            beside = [x for x in cands if x.prob >= c.abstain_below and info.attribute <= stems(x.sentence)
+                      | stems(x.paper.label) and _names_kind(x.sentence, info.kind, x.paper.label, vocab, question)]
+            named = beside[0] if beside else None
+            caps = [w for w in capitals(question) if not _noun_re(info.kind).fullmatch(w)
+                    and _norm(w) not in _norm(named.paper.label)] if named else []
+            if caps and not all(_cased_in(w, named.sentence) for w in caps):
+                # "What hardware was the LARGE model trained on?": of a paper's sentences naming GPUs, the one
+                # that, with the two before it, writes the question's capitalised name ("The LARGE model contains
+                # 24 blocks ... we train on 128 V100 GPUs"), not the likelier one about another model.
+                text = {(x.paper.paper_id, x.index): x.sentence for x in scored}
+
+                def about(x: Candidate) -> bool:
+                    near = " ".join(text.get((x.paper.paper_id, x.index - k), "") for k in range(CONTEXT_BEFORE + 1))
+                    return all(_cased_in(w, near) for w in caps)
+
+                named = next((x for x in beside if x.paper is named.paper and about(x)), named)
+            if named is None:
+                # So is a name the question's own words govern through its preposition ("In which library was the
+                # method implemented?": "we implement the entire method in Theano"), the noun written elsewhere.
+                own = info.words - {stem(w.lower()) for n in (*kind_nouns(info.kind), *kind_phrase(question, info.kind))
+                                    for w in (n, n + "s")} - info.attribute - focus_terms
+                caps = {w for w in capitals(question) if stem(w.lower()) in own}
+                own -= {stem(w.lower()) for w in caps}
+                prep = asked_preposition(question)
+                named = next((x for x in cands if x.prob >= c.abstain_below
+                              and _governed_name(x.sentence, own - stems(x.paper.label) - stems(x.paper.title),
+                                                 caps, prep, x.paper.label, vocab)), None)
             # Otherwise, in a full text, a name in a sentence that has the noun elsewhere is of another kind ("CPC
             # features ... on a single GPU"), and a paper that never uses the noun does not say which one it used.
             # (An abstract is too short to tell: "we present PerturbRM, a large language model".)
@@ -369,7 +460,7 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
             named = next((x for x in cands if info.attribute and info.attribute <= stems(x.sentence)
                           or (info.parts and parts_span(x.sentence))), None)
         if named is None or named.prob < c.abstain_below:
-            return Draft([], prompts.ABSTAIN_NO_NAMES.format(paper=(cands or scored)[0].paper.label))
+            return Draft([], _no_names((cands or scored)[0].paper))
         return Draft([Quote(named.paper, named.sentence)])
 
     best = cands[0]
@@ -378,16 +469,16 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
         if foreign(question, vocab):
             # Mostly words the corpus never uses and no paper named (a question in another language): the
             # embedding model is English, so the nearest sentence is near by chance, not evidence.
-            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+            return _abstain(_no_match([x.paper for x in cands]), cands)
         if words and len(words) <= SHORT_QUESTION_WORDS and not info.multi and info.shape != "claim":
             # A short topic question ("paper on quantum machine learning") must find its rarest word.
             idf = vocab.idf(words)
             top = max(idf.values())
             rarest = {w for w in words if idf[w] == top}  # ties: any of them (never set order)
             if not rarest & (stems(best.paper.text) | stems(best.paper.label) | stems(best.paper.title)):
-                return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+                return _abstain(_no_match([x.paper for x in cands]), cands)
         if best.prob < c.abstain_below:
-            return _abstain(prompts.ABSTAIN_NO_MATCH, cands)
+            return _abstain(_no_match([x.paper for x in cands]), cands)
 
     if len(focus) >= 2 and not info.multi:
         # Each named paper on the asked aspect: its two likeliest sentences, in its abstract's order.
@@ -508,13 +599,12 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         # The sentence must state what is asked ("learning rate", "time"): a figure beside other words is
         # another quantity's.
         with_numbers = [x for x in with_numbers if _states(x.sentence, info.quantity, info.unit_acronyms)]
-    what = " ".join(sorted(info.units)) if info.units else "what was asked"
+    what = f"“{_as_written(info.text, info.units)}”" if info.units else "what was asked"
     if not with_numbers:
-        return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=cands[0].paper.label, what=f"“{what}”"
-                                                          if info.units else what))
+        return Draft([], _no_figure(cands[0].paper, what))
     best = with_numbers[0]
     if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
-        return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=what))
+        return Draft([], _no_figure(best.paper, what))
     setting = _setting(info.text) - focus_terms
     if setting and not setting <= stems(best.sentence):
         # "what latency on the conveyor-belt sorting task?": a figure stated for another setting does not answer.
@@ -522,8 +612,7 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         if own:
             best = own[0]
         elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
-            where = " ".join(sorted(setting))
-            return Draft([], prompts.ABSTAIN_NO_FIGURE.format(paper=best.paper.label, what=f"“{where}”"))
+            return Draft([], _no_figure(best.paper, f"“{_as_written(info.text, setting)}”"))
     if info.units and _full_text(best.paper):
         # "How many GPUs were used to train the audio model?": in a full text the same count is often given for
         # each experiment, in its own section ("3.1 Audio", "3.2 Vision"); the section heading holding more of
@@ -555,8 +644,14 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
         # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
         # holds most of the question's other words answers it (ties: the likeliest).
-        def told(x: Candidate) -> int:
-            return len((asked - stems(x.paper.title) - stems(x.paper.label)) & stems(x.sentence))
+        # Of sentences holding as many, the one that repeats the question's phrasing ("reduced the number of
+        # hallucinated examples" for "reduce the number of hallucinated examples") states the asked figure.
+        phrasing = _word_pairs(info.text)
+
+        def told(x: Candidate) -> tuple[int, int]:
+            whose = stems(x.paper.title) | stems(x.paper.label) | stems(_label_continued(info.text, x.paper.label))
+            pairs = {p for p in phrasing & _word_pairs(x.sentence) if not set(p) <= whose}
+            return len((asked - whose) & stems(x.sentence)), len(pairs)
 
         best = max((x for x in with_numbers if x.paper is best.paper), key=told)
     quotes = [Quote(best.paper, best.sentence)]
@@ -564,6 +659,23 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
             quotes.append(Quote(x.paper, x.sentence))
     return Draft(quotes)
+
+
+def _word_pairs(text: str) -> set[tuple[str, str]]:
+    """Stems of the consecutive content words of each clause ("reduce the number of examples": (reduc, number),
+    (number, exampl)): how a text phrases what it says."""
+    out: set[tuple[str, str]] = set()
+    for clause in re.split(r"[,;:()\[\]?!]|[.](?:\s|$)", text):
+        words = [stem(w.lower()) for w in re.findall(r"[A-Za-z][\w'-]*", clause) if w.lower() not in STOPWORDS]
+        out |= set(zip(words, words[1:]))
+    return out
+
+
+def _label_continued(question: str, label: str) -> str:
+    """The capitalised words the question writes right after the paper's label ("Guided Decoding" in "Lookback Lens
+    Guided Decoding"): the name of one of the paper's methods, which says whose figure is asked, as the label does."""
+    m = re.search(r"(?<![\w-])" + re.escape(label) + r"((?:\s+[A-Z][\w-]*)+)", question) if label else None
+    return m.group(1) if m else ""
 
 
 _SETTING_RE = re.compile(r"(?<=\w)\s+(?:on|under|during)\s+(?:the\s+|a\s+|an\s+)?([\w\-–.+]+(?:\s+[\w\-–.+]+){0,3})",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag.answer.question import QuestionInfo, specific_tokens
+from rag.answer.question import QuestionInfo, kind_nouns, specific_tokens
 from rag.corpus.labels import initials_match, is_coined
 from rag.text import STOPWORDS, numbers, stem, stems
 
@@ -94,11 +94,15 @@ def number_span(sentence: str, asked: set[str], given: frozenset[str] = frozense
     return found[1] if found else None
 
 
+_PERCENT_RE = re.compile(r"\b(?:per ?cent(?:age)?s?)\b|%", re.I)
+
+
 def scored_number_span(sentence: str, asked: set[str], given: frozenset[str] = frozenset(),
-                       prefer: set[str] | None = None) -> tuple[float, str] | None:
+                       prefer: set[str] | None = None, percent: bool = False) -> tuple[float, str] | None:
     """The figure of the sentence the question asks for, with its unit (see the module docstring); `given` are
     the numbers the question itself states ("the 4B model"), which are not what it asks; `prefer` are the words
-    a chat turn added to the question it continues ("and memory?"), which weigh most."""
+    a chat turn added to the question it continues ("and memory?"), which weigh most; `percent`: a percentage
+    is asked ("by what percentage"), which a count beside it ("from 510 to 414, an 18.8% reduction") is not."""
     best: tuple[float, int, str] | None = None
     ranges = list(_RANGE_RE.finditer(sentence)) + list(_LIST_OF_NUMBERS_RE.finditer(sentence))
     for m in _NUMBER_TOKEN_RE.finditer(sentence):
@@ -108,6 +112,8 @@ def scored_number_span(sentence: str, asked: set[str], given: frozenset[str] = f
         score = _closeness(sentence, m.start(), m.end(), asked) - (0.25 if token[0].isalpha() else 0.0)
         if prefer:
             score += 4 * _closeness(sentence, m.start(), m.end(), prefer)
+        if percent and "%" not in token and any("%" in t.group(0) for t in _NUMBER_TOKEN_RE.finditer(sentence)):
+            continue  # a percentage asked, and the sentence gives one: a count beside it is not the answer
         if re.search(r"(?<![.!?]\s)\b[A-Z][a-z]+\s$", sentence[:m.start()]) and re.fullmatch(r"\d+(?:\.\d+)?", token):
             score -= 0.5  # "Claude Opus 4.6", "Qwen 2.5": a version, not a figure
         start, end = m.start(), m.end()
@@ -170,10 +176,13 @@ def _is_name(w: str) -> bool:
     return is_coined(w) or (w[0].isupper() and any(c.isdigit() for c in w))
 
 
-def names_span(sentence: str, label: str) -> str | None:
-    """The stretch of the sentence from its first coined name to its last (the paper's own label left out)."""
+def names_span(sentence: str, label: str, kind: str = "") -> str | None:
+    """The stretch of the sentence from its first coined name to its last (the paper's own label left out, and the
+    asked kind's own nouns: "GPU" in "1.4m samples per GPU ... 64 V100 GPUs" names no GPU)."""
+    nouns = {n.lower().removesuffix("s") for n in kind_nouns(kind)} if kind else set()
     hits = [m for m in re.finditer(r"[A-Za-z][\w.+\-]*[\w+]", sentence)
-            if _is_name(m.group(0)) and m.group(0).lower() not in label.lower()]
+            if _is_name(m.group(0)) and m.group(0).lower() not in label.lower()
+            and m.group(0).lower().removesuffix("s") not in nouns]
     if not hits:
         return None
     # The first name and the ones listed with it ("BRIGHT and BEIR", "A, B, and C"): one enumeration.
@@ -231,9 +240,10 @@ def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str
     if info.wants_number:
         asked = (info.units - focus_words) or (info.content - focus_words) or info.content
         prefer = {s for w in emphasis for s in stems(w)}
+        percent = bool(_PERCENT_RE.search(question))
         # Of the lead paper's quotes, the figure that stands nearest the asked words (ties: the likeliest quote).
         found = [f for q in quotes if q[0] == pid
-                 if (f := scored_number_span(q[3], asked, numbers(question), prefer)) is not None]
+                 if (f := scored_number_span(q[3], asked, numbers(question), prefer, percent)) is not None]
         if not found:
             return None
         # the likeliest quote's figure, unless another quote's stands clearly nearer the asked words
@@ -255,6 +265,6 @@ def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str
         if span:
             return Lead(span, span, pid)
     if info.wants_names:
-        span = names_span(sentence, label)
+        span = names_span(sentence, label, info.kind)
         return Lead(span, span, pid) if span else None
     return None

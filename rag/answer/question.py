@@ -69,7 +69,12 @@ METRIC_NOUNS = frozenset(stem(w) for w in """wer cer bleu rouge meteor chrf f1 a
 SINGULAR_QUANTITY_NOUNS = frozenset(stem(w) for w in "factor".split())
 NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
     baselines backbone backbones task domain language checkpoint architecture tool metric optimizer encoder
-    decoder library toolkit""".split())
+    decoder library toolkit hardware software accelerator""".split())
+# A kind of thing named by the kinds of thing that belong to it: a paper names its hardware as "64 V100 GPUs",
+# seldom as "hardware", and its software as "the Theano library". ("Framework" is left out: in a paper it is
+# mostly the method's own framework, "the StairNet framework", not software.)
+KIND_MEMBERS = {stem("hardware"): ("GPU", "TPU", "CPU", "accelerator"),
+                stem("software"): ("library", "toolkit", "package")}
 # Of those, the ones whose names are coined ("LIBERO", "Qwen3"): a task or a domain is named in ordinary words.
 STRICT_NAME_NOUNS = NAME_NOUNS - frozenset(stem(w) for w in "task domain language tool".split())
 # Nouns that ask for the parts of something: the answer lists them, in ordinary words.
@@ -157,6 +162,48 @@ def head_noun(phrase: str, counted: bool = True) -> str:
     if counted or not ended or not words or any(re.search(r"(?:[^s]s|ed|ing)$", w.lower()) for w in words[1:]):
         return ""  # where the noun phrase ends is not shown
     return words[-1]
+
+
+def kind_nouns(kind: str) -> tuple[str, ...]:
+    """The asked noun and the nouns of what belongs to its kind ("hardware": GPU, TPU, CPU, accelerator)."""
+    return (kind, *KIND_MEMBERS.get(stem(kind.lower()), ()))
+
+
+_CAPITALS_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]+(?:s)?(?![\w-])")
+
+
+def capitals(question: str) -> list[str]:
+    """Words the question writes in capitals ("BASE", "LARGE", "CBAM"): names, matched where the text writes them
+    in capitals ("the BASE model", not "a strong base"). None in a question written all in capitals."""
+    letters = [c for c in question if c.isalpha()]
+    if sum(c.isupper() for c in letters) * 2 > len(letters):
+        return []
+    return [w for w in _CAPITALS_RE.findall(question) if sum(c.isupper() for c in w) >= 2]
+
+
+def kind_phrase(question: str, kind: str) -> list[str]:
+    """The asked noun and the nouns written after it in its noun phrase ("software framework" for "In which software
+    framework was it implemented?"): all of it the asked kind, none of it words the answer need repeat."""
+    m = re.search(r"(?<![\w-])" + re.escape(kind) + r"(?![\w-])((?:\s+[A-Za-z][\w-]*){0,2})", question) if kind else None
+    if not m:
+        return [kind] if kind else []
+    out = [kind]
+    for w in m.group(1).split():
+        if w.lower() in AUX_WORDS or w.lower() in STOPWORDS or stem(w.lower()) in FRAME_WORDS:
+            break
+        out.append(w)
+    return out
+
+
+_FRONTED_RE = re.compile(r"^\W*(in|on|with|using|by|from|at|under|via|through)\s+(?:which|what)\b", re.I)
+_STRANDED_RE = re.compile(r"\b(in|on|with|using|by|from|at|under|via|through)\W*$", re.I)
+
+
+def asked_preposition(question: str) -> str:
+    """The preposition the asked name is the object of: fronted ("In which framework was it implemented?") or
+    left at the end ("What hardware was it trained on?"); '' for none."""
+    m = _FRONTED_RE.search(question) or _STRANDED_RE.search(question)
+    return m.group(1).lower() if m else ""
 
 
 def _field_acronym(w: str, common: Common) -> bool:

@@ -268,3 +268,97 @@ def test_of_a_count_given_per_experiment_the_section_named_by_the_question_answe
     assert draft.quotes[0].sentence == lichen[1]  # the moss figure is likelier, but its section is another's
     draft = _draft("How many GPUs were used to train the moss model of Zeta?", [paper])
     assert draft.quotes[0].sentence == moss[1]
+
+
+NOTES = ["We present Zeta, a tagger for field notes.", "Zeta labels every line of a note.",
+         "A toolkit of this kind is described in the appendix.", "Training takes a while for Zeta."]
+
+
+def test_hardware_is_answered_by_a_named_gpu() -> None:
+    gpu = "Zeta is trained on four Vexa-R9 GPUs for a day."
+    paper = _full_text("z", "Zeta", NOTES + [gpu], {NOTES[1]: 0.9})
+    draft = _draft("What hardware was the Zeta tagger trained on?", [paper])
+    assert [q.sentence for q in draft.quotes] == [gpu]  # the paper never writes "hardware"
+
+
+def test_a_word_written_in_capitals_matches_where_the_text_writes_it_so() -> None:
+    from rag.answer.extractive import _cased_in
+
+    assert _cased_in("BASE", "Our BASE tagger has four layers.") and _cased_in("GPUs", "on 8 GPUs")
+    assert not _cased_in("BASE", "a strong base tagger") and not _cased_in("BASE", "the DATABASE")
+    mine = _full_text("z", "Zeta", NOTES + ["The BASE tagger has four layers.", "It is trained on one Vexa-R9 GPU."],
+                      {})
+    other = _full_text("o", "Orca", ["We present Orca, a whale-song counter.", "Orca builds on a base tagger of songs.",
+                                     "Orca is trained on a Kryo-K7 GPU.", "Songs are counted hourly."],
+                       {"Orca is trained on a Kryo-K7 GPU.": 0.9})
+    draft = _draft("What hardware was the BASE tagger trained on?", [other, mine])
+    assert [q.paper.label for q in draft.quotes] == ["Zeta"]  # Orca's "base" is an ordinary word
+
+
+def test_a_name_governed_by_the_questions_verb_answers_without_the_kind_noun() -> None:
+    built = "We implement the whole tagger in Quokka, and the code is public."
+    paper = _full_text("z", "Zeta", NOTES + [built], {NOTES[1]: 0.9})
+    draft = _draft("In which toolkit was the Zeta tagger implemented?", [paper])
+    assert [q.sentence for q in draft.quotes] == [built]
+    # without the preposition the question's words do not govern a name: the toolkit is not named beside its noun
+    assert _draft("What toolkit was used for the Zeta tagger?", [paper]).abstention
+    # nor do they when the sentence leaves out one of the question's other words
+    other = "We describe the whole tagger in Quokka notation."
+    assert _draft("In which toolkit was the Zeta tagger implemented?",
+                  [_full_text("z", "Zeta", NOTES + [other], {NOTES[1]: 0.9})]).abstention
+
+
+def _numeric_pick(question: str, sentences: list[str], probs: list[float]) -> str:
+    """The figure sentence `_numeric` quotes first, of one paper's sentences scored as given."""
+    from rag.answer.evidence import Candidate, current_constants
+    from rag.answer.extractive import _numeric
+    from rag.answer.question import analyse
+
+    paper = _full_text("z", "Zeta", TAGGER + sentences, {})
+    cands = [Candidate(paper, 0, i, s, {"cosine": 0.5}, p) for i, (s, p) in enumerate(zip(sentences, probs))]
+    return _numeric(analyse(question), cands, {"zeta"}, current_constants()).quotes[0].sentence
+
+
+def test_of_equally_worded_figures_the_one_phrased_as_the_question_answers() -> None:
+    from rag.answer.extractive import _word_pairs
+
+    assert ("reduc", "number") in _word_pairs("It reduced the number of lines.")
+    assert ("line", "drop") not in _word_pairs("Mislabelled lines, drop by 9%.")  # a clause ends at a comma
+    loose, phrased = "Lines mislabelled by the old filter drop by 9% in number.", \
+        "Zeta reduced the number of mislabelled lines from 50 to 40, a 20% reduction."
+    # both hold four of the question's words; the likelier one does not say it as the question does
+    assert _numeric_pick("By what percentage did the Zeta filter reduce the number of mislabelled lines?",
+                         [loose, phrased], [0.9, 0.4]) == phrased
+
+
+def test_capitalised_words_after_the_label_say_whose_figure_not_which() -> None:
+    from rag.answer.extractive import _label_continued
+
+    assert _label_continued("By how much does Zeta Quick Tagging cut errors?", "Zeta").split() == ["Quick", "Tagging"]
+    assert _label_continued("By how much does Zeta cut errors?", "Zeta") == ""
+    own, moss = "Zeta Quick Tagging cuts errors by 9%.", "Errors of moss notes are cut by 20%."
+    assert _numeric_pick("By what percentage does Zeta Quick Tagging cut the errors of moss notes?",
+                         [own, moss], [0.9, 0.4]) == moss
+
+
+def test_an_abstention_shows_the_questions_words_and_says_text_for_a_full_text() -> None:
+    from rag.prompts import ABSTAIN_PREFIX_TEXTS, is_abstention
+
+    paper = _full_text("z", "Zeta", NOTES, {})
+    draft = _draft("How much wall-clock computation does Zeta need?", [paper])
+    assert draft.abstention.startswith(ABSTAIN_PREFIX_TEXTS) and is_abstention(draft.abstention)
+    assert "Zeta's text gives no figure for “wall-clock computation”" in draft.abstention
+    from dataclasses import replace
+
+    abstract = replace(paper, layout="")
+    draft = _draft("How much wall-clock computation does Zeta need?", [abstract])
+    assert "Zeta's abstract gives no figure for “wall-clock computation”" in draft.abstention
+
+
+def test_of_sentences_naming_the_kind_the_one_after_the_questions_capitalised_name() -> None:
+    base, large = "It is trained on one Vexa-R9 GPU.", "It is trained on eight Vexa-R9 GPUs."
+    sentences = NOTES + ["The BASE tagger has four layers.", base, "The LARGE tagger has twelve layers.",
+                         "Its notes are longer.", large]
+    paper = _full_text("z", "Zeta", sentences, {base: 0.9, large: 0.3})
+    assert [q.sentence for q in _draft("What hardware was the LARGE tagger trained on?", [paper]).quotes] == [large]
+    assert [q.sentence for q in _draft("What hardware was the BASE tagger trained on?", [paper]).quotes] == [base]

@@ -14,3 +14,21 @@ def test_a_bare_figure_is_shown_from_the_asked_word_before_it() -> None:
 
 def test_a_figure_with_its_unit_is_kept_as_it_was() -> None:
     assert number_span("We train the tagger for 90 epochs.", stems("epochs")) == "90 epochs"
+
+
+def test_a_percentage_asked_is_the_figure_with_a_percent_sign() -> None:
+    from rag.answer.lead import scored_number_span
+
+    s = "The filter cut the number of mislabelled lines from 50 to 40, a 20% reduction."
+    asked = stems("number mislabelled lines")
+    assert scored_number_span(s, asked, percent=True)[1].startswith("20%")
+    assert not scored_number_span(s, asked)[1].startswith("20%")  # the count stands nearer the asked words
+
+
+def test_the_asked_kinds_own_noun_is_not_its_name() -> None:
+    from rag.answer.lead import names_span
+
+    s = "Each batch fits on one GPU and we train on 16 Vexa-R9 GPUs."
+    assert names_span(s, "Zeta", "hardware") == "Vexa-R9"
+    assert names_span(s, "Zeta", "GPUs") == "Vexa-R9"
+    assert names_span(s, "Zeta") == "GPU"

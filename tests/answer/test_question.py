@@ -86,3 +86,33 @@ def test_head_noun_is_the_counted_plural_or_the_measured_noun() -> None:
     assert head_noun("microbial genomes come from the cores") == "genomes"
     assert head_noun("data comes from the cores", counted=False) == ""
     assert head_noun("wall-clock computation time does it take", counted=False) == "time"
+
+
+def test_hardware_asks_for_names_of_its_members() -> None:
+    from rag.answer.question import kind_nouns
+
+    info = analyse("What hardware was the Zeta tagger trained on?")
+    assert info.wants_names and info.kind == "hardware"
+    assert {"GPU", "TPU", "CPU"} <= set(kind_nouns(info.kind))
+    assert kind_nouns("dataset") == ("dataset",)
+    assert analyse("Which software does Zeta run in?").kind == "software"
+
+
+def test_words_written_in_capitals_are_names() -> None:
+    from rag.answer.question import capitals
+
+    assert capitals("What hardware was the BASE model of Zeta pre-trained on?") == ["BASE"]
+    assert capitals("How do the BASE and LARGE models of Zeta differ?") == ["BASE", "LARGE"]
+    assert capitals("What GPUs were used to train the tagger of RICE-PO?") == ["GPUs"]  # a hyphenated name is not a word in capitals
+    assert capitals("WHAT HARDWARE WAS THE BASE MODEL TRAINED ON?") == []  # shouted, not named
+
+
+def test_the_preposition_the_asked_name_is_the_object_of() -> None:
+    from rag.answer.question import asked_preposition, kind_phrase
+
+    assert asked_preposition("In which library was the tagger implemented?") == "in"
+    assert asked_preposition("What GPU was the tagger trained on?") == "on"
+    assert asked_preposition("What GPU was used to train the tagger?") == ""
+    assert kind_phrase("In which software framework was the tagger implemented?", "software") == \
+        ["software", "framework"]
+    assert kind_phrase("What GPUs were used?", "GPUs") == ["GPUs"]
