@@ -557,7 +557,9 @@ _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)
 
 # Words a measured quantity is stated with when its name is left out: "takes 3 hours" states a time.
 _MEASURE_UNITS = {stem(k): re.compile(v, re.I) for k, v in {
-    "time": r"\d\s?(?:ms|s|sec|seconds?|min|minutes?|h|hrs?|hours?|days?|weeks?|GPU-hours?)\b",
+    # (a decade, "the 1990s", is no time)
+    "time": r"(?<![\d.])(?!(?:1[5-9]|20)\d0s\b)\d+(?:[.,]\d+)?\s?(?:ms|s|sec|seconds?|min|minutes?|h|hrs?|hours?|days?|"
+            r"weeks?|GPU-hours?)\b",
     "memory": r"\d\s?(?:[KMGT]i?B|bytes?)\b", "size": r"\d\s?(?:[KMGT]i?B|bytes?)\b",
     "storage": r"\d\s?(?:[KMGT]i?B|bytes?)\b"}.items()}
 

@@ -169,6 +169,8 @@ def test_a_figure_sentence_states_the_asked_quantity() -> None:
     assert not _states("We use Scikit-Learn 1.2 for the probe.", {"learn", "rate"})  # "learn" alone
     assert _states("The solver takes 3 hours on one machine.", {"time"})  # a time given by its unit
     assert not _states("The bound holds for w ≤ 2 when computed exactly.", {"time"})
+    assert not _states("Methods of the 1990s were slower to compute.", {"time"})  # a decade is no time
+    assert _states("One epoch takes 120s on a laptop.", {"time"})
     assert _states("We trained on 8 GPU nodes.", {"gpus"})
     assert _states("We rank 42 language models.", {"lms"}, ["LM"])
 
