@@ -6,9 +6,10 @@ result, what limitation), so the grid answers each point for each paper with tha
 
 - the default columns (`COLUMNS`): which sentence of an abstract states the problem, the method, the data, the
   result or a limitation is a sentence *role*. A small logistic model per column scores every sentence from
-  features any abstract has: where it sits, learnt cue words, whether it holds figures, and the evidence
-  scorer's probability (rag/answer/evidence.py) that it answers the column's question. The likeliest sentence
-  fills the cell unless its probability is under the column's fitted threshold ("not stated"). The weights,
+  features any abstract has: where it sits, learnt cue words, whether it holds figures, whether it writes a
+  data noun or names the data it ran on (`data_source`), and the evidence scorer's probability
+  (rag/answer/evidence.py) that it answers the column's question. The likeliest sentence fills the cell
+  unless its probability is under the column's fitted threshold ("not stated"). The weights,
   cue words and thresholds were fitted by `eval/fit_grid.py` on SciFact's structured abstracts, whose
   sentences carry section labels (BACKGROUND, METHODS, RESULTS ...), and live in rag/answer/fitted/grid.json;
 - any other question: the evidence scorer alone, as `papers cite` uses it, with its fitted "weak" threshold
@@ -30,12 +31,12 @@ from typing import Any
 from rag.answer import fitted
 from rag.answer.cite import SourceText, check_answer
 from rag.answer.evidence import Constants, Vocabulary, current_constants, strength
-from rag.answer.extractive import evidence_for
+from rag.answer.extractive import _kind_names, _name_token, evidence_for
 from rag.answer.lead import lead_for
 from rag.answer.question import analyse
 from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.schema import Grid, GridCell
-from rag.text import CONTRIBUTION_RE, sentences_of
+from rag.text import CONTRIBUTION_RE, STOPWORDS, sentences_of
 
 # The default columns and the question each asks (what the evidence feature scores, and the lead reads).
 COLUMNS: dict[str, str] = {
@@ -48,13 +49,26 @@ COLUMNS: dict[str, str] = {
 COLUMN_ALIASES = {"data/benchmarks": "data", "benchmarks": "data", "headline result": "result",
                   "results": "result", "limitations": "limitation", "methods": "method"}
 FEATURES = ("first", "last", "position", "position_sq", "cue", "cue_max", "evidence", "has_number", "length",
-            "column_words", "contribution", "contrast")
+            "column_words", "contribution", "contrast", "data_noun", "names_data")
 NOT_STATED = "not stated"
 _WORD_RE = re.compile(r"[a-z][a-z'-]+|\d+(?:\.\d+)?%?")
 # Discourse markers of academic English, the same in any field; their weight per column is fitted: a
 # contribution statement (rag.text.CONTRIBUTION_RE, shared with the citation lookup), and a sentence that opens by contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...").
 _CONTRAST_RE = re.compile(r"^\s*(?:however|but|yet|unfortunately|despite|although|though|while|whereas|nevertheless|"
                           r"nonetheless|still)\b", re.IGNORECASE)
+# Nouns any field writes for a body of data a study draws on (ML's datasets and benchmarks, medicine's cohorts
+# and registries, the social sciences' surveys), and the phrases that say a study ran on some data ("experiments
+# on", "evaluated on", "trained using"): a name written beside one of them names the data.
+DATA_NOUNS = ("dataset", "data set", "data", "benchmark", "corpus", "corpora", "database", "cohort", "registry",
+              "registries", "survey", "suite", "collection", "test set", "testbed")
+_DATA_NOUN_RE = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in DATA_NOUNS) + r")(?:s|es)?(?![\w-])",
+                           re.IGNORECASE)
+# A named task is a benchmark too ("the XSum summarization task", "the GLUE tasks"), though "task" alone is not data.
+_TASK_RE = re.compile(r"(?<![\w-])tasks?(?![\w-])", re.IGNORECASE)
+_RAN_ON_RE = re.compile(r"\b(?:experiment\w*|evaluat\w*|test(?:s|ed|ing)?|results?|performance|accuracy|"
+                        r"state[- ]of[- ]the[- ]art|(?:pre-?)?train(?:s|ed|ing)?|fine-?tun\w*|validat\w*|"
+                        r"benchmark\w*|outperform\w*|achiev\w*)\b(?:\s+[\w-]+){0,3}?\s+(?:on|using|across|from)\s+"
+                        r"((?:[^\s,;:.]+\s*){1,4})", re.IGNORECASE)
 _QUESTION_STOP = frozenset("what which does do the a an of or and paper papers use state main is are to".split())
 
 
@@ -111,6 +125,25 @@ def column_stems(question: str) -> frozenset[str]:
                      if not w[0].isdigit() and w not in _QUESTION_STOP)
 
 
+@lru_cache(maxsize=8192)
+def data_source(sentence: str) -> tuple[bool, bool]:
+    """(does the sentence write a data noun, does it name the data): a name beside a data noun ("the Multiface
+    dataset", "labeled data of Librispeech", "the Framingham Heart Study cohort") or within the few words after
+    a study's ran-on phrase ("experiments on ImageNet-1K", "evaluated on GLUE")."""
+    vocab = Vocabulary(None)
+    noun = bool(_DATA_NOUN_RE.search(sentence))
+    nouns = [m.group(0).lower() for m in _DATA_NOUN_RE.finditer(sentence)]
+    if _TASK_RE.search(sentence):
+        nouns.append("task")
+    if any(_kind_names(sentence, n, "", vocab, "") for n in dict.fromkeys(nouns)):
+        return noun, True
+    for m in _RAN_ON_RE.finditer(sentence):
+        for w in re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", m.group(1))[:3]:
+            if _name_token(w, vocab) or w[0].isupper() and w[1:].islower() and w.lower() not in STOPWORDS:
+                return noun, True
+    return noun, False
+
+
 def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues: dict[str, float],
                       question: str = "") -> list[dict[str, float]]:
     """FEATURES of every sentence of one abstract for one column (`evidence`: the evidence scorer's probability
@@ -134,6 +167,8 @@ def sentence_features(sentences: Sequence[str], evidence: Sequence[float], cues:
             "column_words": len(stems & seen) / len(stems) if stems else 0.0,
             "contribution": 1.0 if CONTRIBUTION_RE.search(s) else 0.0,
             "contrast": 1.0 if _CONTRAST_RE.search(s) else 0.0,
+            "data_noun": 1.0 if data_source(s)[0] else 0.0,
+            "names_data": 1.0 if data_source(s)[1] else 0.0,
         })
     return out
 
