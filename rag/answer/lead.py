@@ -185,13 +185,22 @@ def names_span(sentence: str, label: str, kind: str = "") -> str | None:
             and m.group(0).lower().removesuffix("s") not in nouns]
     if not hits:
         return None
-    # The first name and the ones listed with it ("BRIGHT and BEIR", "A, B, and C"): one enumeration.
-    end = hits[0].end()
+    # The first name and the ones listed with it ("BRIGHT and BEIR", "A, B, and C"): one enumeration; names
+    # written one after the other are one name ("NVIDIA A6000").
+    start, end = hits[0].start(), hits[0].end()
     for h in hits[1:]:
-        if not re.fullmatch(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*|/)\s*", sentence[end:h.start()]):
+        if not re.fullmatch(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*|/)\s*|\s+", sentence[end:h.start()]):
             break
         end = h.end()
-    return sentence[hits[0].start():end]
+    if nouns:
+        # of a kind asked, the count before the name and the kind's noun after it: "64 V100 GPUs", "A6000 GPU"
+        after = re.match(r"\s+([A-Za-z][\w-]*)", sentence[end:])
+        if after and after.group(1).lower().removesuffix("s") in nouns:
+            end += after.end()
+            before = re.search(r"(?<![\w.,])(\d[\d,]*|one|two|four|eight|sixteen)\s+$", sentence[:start])
+            if before:
+                start = before.start(1)
+    return sentence[start:end]
 
 
 def parts_span(sentence: str) -> str | None:

@@ -39,6 +39,9 @@ _MULTI_RE = re.compile(
     r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|"
     r"\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
 _LOOKUP_RE = re.compile(
+    # "In which framework were the networks reproduced?": after a preposition the noun is where or with what
+    # something was done, not the paper that proposes it
+    r"(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bwith )(?<!\bunder )(?<!\bthrough )"
     r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
     r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
     r"\bname of\b|\bis there (a|any) (paper|work|method|benchmark)|\bany (paper|work) (on|about|that)|"

@@ -29,6 +29,23 @@ def test_the_asked_kinds_own_noun_is_not_its_name() -> None:
     from rag.answer.lead import names_span
 
     s = "Each batch fits on one GPU and we train on 16 Vexa-R9 GPUs."
-    assert names_span(s, "Zeta", "hardware") == "Vexa-R9"
-    assert names_span(s, "Zeta", "GPUs") == "Vexa-R9"
+    assert names_span(s, "Zeta", "hardware") == "16 Vexa-R9 GPUs"  # with its count and noun
+    assert names_span(s, "Zeta", "GPUs") == "16 Vexa-R9 GPUs"
     assert names_span(s, "Zeta") == "GPU"
+
+
+def test_names_written_one_after_the_other_are_one_name() -> None:
+    from rag.answer.lead import names_span
+
+    s = "All runs use a single ORVEX Q7000 GPU and 32 CPU cores."
+    assert names_span(s, "Zeta", "hardware") == "ORVEX Q7000 GPU"
+    assert names_span("The ORVEX Q7000 runs it.", "Zeta") == "ORVEX Q7000"
+    assert names_span("We evaluate on KiloQA and DeepBench.", "Zeta") == "KiloQA and DeepBench"
+
+
+def test_after_a_preposition_which_framework_is_no_lookup() -> None:
+    from rag.answer.question import analyse
+
+    assert not analyse("In which framework were all the baselines reimplemented?").lookup
+    assert not analyse("On which benchmark was the probe tested?").lookup
+    assert analyse("Which framework unifies retrieval and ranking?").lookup
