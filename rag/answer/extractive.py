@@ -421,11 +421,14 @@ def _choose(question: str, info: QuestionInfo, focus: list[PaperHit], focus_term
                 # 24 blocks ... we train on 128 V100 GPUs"), not the likelier one about another model.
                 text = {(x.paper.paper_id, x.index): x.sentence for x in scored}
 
-                def about(x: Candidate) -> bool:
+                def about(x: Candidate, names: list[str]) -> bool:
                     near = " ".join(text.get((x.paper.paper_id, x.index - k), "") for k in range(CONTEXT_BEFORE + 1))
-                    return all(_cased_in(w, near) for w in caps)
+                    return all(_cased_in(w, near) for w in names)
 
-                named = next((x for x in beside if x.paper is named.paper and about(x)), named)
+                # no sentence about all of them: the name written last, which in a chat's follow-up ("..., and
+                # the LARGE model?") is the one the new turn asks about
+                named = next((x for x in beside if x.paper is named.paper and about(x, caps)), None) \
+                    or next((x for x in beside if x.paper is named.paper and about(x, caps[-1:])), named)
             if named is None:
                 # So is a name the question's own words govern through its preposition ("In which library was the
                 # method implemented?": "we implement the entire method in Theano"), the noun written elsewhere.

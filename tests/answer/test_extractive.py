@@ -364,3 +364,7 @@ def test_of_sentences_naming_the_kind_the_one_after_the_questions_capitalised_na
     paper = _full_text("z", "Zeta", sentences, {base: 0.9, large: 0.3})
     assert [q.sentence for q in _draft("What hardware was the LARGE tagger trained on?", [paper]).quotes] == [large]
     assert [q.sentence for q in _draft("What hardware was the BASE tagger trained on?", [paper]).quotes] == [base]
+    # a chat's follow-up, as the conversation layer rewrites it: the name the new turn adds is written last
+    for follow_up, answer in (("What hardware was the BASE tagger trained on, and the LARGE tagger?", large),
+                              ("What hardware was the LARGE tagger trained on, and the BASE tagger?", base)):
+        assert [q.sentence for q in _draft(follow_up, [paper]).quotes] == [answer]
