@@ -26,7 +26,7 @@ from rag.answer.evidence import Candidate, Constants, Vocabulary, candidates, cu
     paper_probabilities, question_terms
 from rag.corpus.sections import parse_layout, section_of
 from rag.corpus.labels import initials_match, is_coined, label_keys, mentions, name_used
-from rag.answer.lead import parts_span
+from rag.answer.lead import parts_span, scored_number_span
 from rag.answer.question import QUANTITY_NOUNS, QuestionInfo, analyse, asked_preposition, capitals, kind_nouns, \
     kind_phrase, specific_tokens
 from rag.answer.retrieve import PaperHit, Retrieval
@@ -555,7 +555,11 @@ _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)
                             # a bound in a formula ("w ≤ 1, ∀i", "x ∈ [0, 1]"): a term of an equation, no measure
                             r"|(?<![\w.])[A-Za-z]\w{0,2}\s*[≤≥∈]\s*[\[(]?[-+]?\d[\d.]*"
                             r"(?:\s*,\s*[-+]?\d[\d.]*[\])])?"
-                            r"|[-+]?\d[\d.]*\s*,?\s*∀")
+                            r"|[-+]?\d[\d.]*\s*,?\s*∀"
+                            # a tensor's shape with a symbol for a factor ("R^{C/r×1×1}", "H×W×3"): a term of
+                            # an equation, not a count of anything
+                            r"|(?<![\w.])[A-Za-z]\w{0,2}(?:/[A-Za-z\d]+)?(?:\s*×\s*[\w/]+)+"
+                            r"|(?<![\w.])\d+(?:\s*×\s*\d+)*\s*×\s*[A-Za-z]\w{0,2}(?![\w-])(?:\s*×\s*[\w/]+)*")
 
 
 # Words a measured quantity is stated with when its name is left out: "takes 3 hours" states a time.
@@ -583,6 +587,21 @@ def _states(sentence: str, quantity: set[str], acronyms: list[str] = ()) -> bool
                or (w in _MEASURE_UNITS and _MEASURE_UNITS[w].search(sentence)) for w in quantity)
 
 
+_HOW_MANY_RE = re.compile(r"^\W*(?:\w+\s+){0,3}?how\s+many\b", re.I)
+
+
+def _counts(sentence: str, units: set[str], acronyms: list[str] = ()) -> bool:
+    """Does one of the sentence's figures stand next to the counted noun (see lead.scored_number_span), or next
+    to its acronym written out ("42 language models" for "how many LMs")?"""
+    words = re.findall(r"[A-Za-z][\w-]*", sentence)
+    for a in acronyms:
+        n = len(a)
+        units = units | {stem(w.lower()) for i in range(len(words) - n + 1)
+                         if "".join(w[0].lower() for w in words[i:i + n]) == a.lower() for w in words[i:i + n]}
+    found = scored_number_span(_NOT_FIGURE_RE.sub(" ", sentence), units)
+    return found is not None and found[0] > 0
+
+
 def figures(sentence: str) -> frozenset[str]:
     """The numbers a sentence states, citations and list markers left out."""
     return numbers(_NOT_FIGURE_RE.sub(" ", sentence))
@@ -604,6 +623,11 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         # The sentence must state what is asked ("learning rate", "time"): a figure beside other words is
         # another quantity's.
         with_numbers = [x for x in with_numbers if _states(x.sentence, info.quantity, info.unit_acronyms)]
+    if info.units and _HOW_MANY_RE.match(info.text):
+        # "How many parameters does X have?": the figure must count the asked thing, standing beside its noun in
+        # its own clause ("25.9M parameters", "the number of parameters is 25.9M"); a sentence that mentions
+        # parameters and gives "the other two factors" counts something else.
+        with_numbers = [x for x in with_numbers if _counts(x.sentence, info.units, info.unit_acronyms)]
     what = f"“{_as_written(info.text, info.units)}”" if info.units else "what was asked"
     if not with_numbers:
         return Draft([], _no_figure(cands[0].paper, what))

@@ -238,6 +238,29 @@ def test_whose_gpu_is_asked_is_said_by_the_questions_other_words() -> None:
     assert [q.paper.label for q in draft.quotes] == ["Zeta"]
 
 
+def test_a_shape_with_a_symbol_is_no_figure() -> None:
+    from rag.answer.extractive import figures
+
+    assert figures("The hidden activation size is set to R C/r×1×1 , where r is the reduction ratio.") == frozenset()
+    assert figures("Each map has size H×W×3 before pooling.") == frozenset()
+    assert figures("We run 8×A100 GPUs and see a 3.04× speedup.") == {"8", "3.04"}
+
+
+def test_how_many_needs_a_figure_that_counts_the_asked_thing() -> None:
+    mentions = ("Grouping saves the total number of parameters and gives more power than the other two factors: "
+                "depth and width.")
+    paper = _full_text("z", "Zeta", TAGGER + [mentions], {mentions: 0.95})
+    draft = _draft("How many parameters does Zeta have?", [paper])
+    assert not draft.quotes  # "two factors" counts no parameters: abstained
+    counted = "Zeta has 28.09M parameters in all."
+    paper = _full_text("z", "Zeta", TAGGER + [mentions, counted], {mentions: 0.95, counted: 0.5})
+    assert _draft("How many parameters does Zeta have?", [paper]).quotes[0].sentence == counted
+    from rag.answer.extractive import _counts
+
+    assert _counts("On the leaderboard we rank 42 language models.", {"lms"}, ["LM"])  # "how many LMs"
+    assert not _counts("We read 2 leaderboards, and each of them ranks language models.", {"lms"}, ["LM"])
+
+
 def test_how_large_prefers_a_size_in_bytes() -> None:
     a, b = "The index built from the archive holds 2.7M passages.", "Stored on disk, the index takes 27GB."
     paper = _full_text("z", "Zeta", TAGGER + [a, b], {a: 0.95, b: 0.4})
