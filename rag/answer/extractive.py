@@ -587,17 +587,11 @@ def _states(sentence: str, quantity: set[str], acronyms: list[str] = ()) -> bool
                or (w in _MEASURE_UNITS and _MEASURE_UNITS[w].search(sentence)) for w in quantity)
 
 
-_HOW_MANY_RE = re.compile(r"^\W*(?:\w+\s+){0,3}?how\s+many\b", re.I)
-
-
 def _counts(sentence: str, units: set[str], acronyms: list[str] = ()) -> bool:
     """Does one of the sentence's figures stand next to the counted noun (see lead.scored_number_span), or next
     to its acronym written out ("42 language models" for "how many LMs")?"""
-    words = re.findall(r"[A-Za-z][\w-]*", sentence)
     for a in acronyms:
-        n = len(a)
-        units = units | {stem(w.lower()) for i in range(len(words) - n + 1)
-                         if "".join(w[0].lower() for w in words[i:i + n]) == a.lower() for w in words[i:i + n]}
+        units = units | {stem(w.lower()) for run in _spelled_out(sentence, a) for w in run}
     found = scored_number_span(_NOT_FIGURE_RE.sub(" ", sentence), units)
     return found is not None and found[0] > 0
 
@@ -623,7 +617,7 @@ def _numeric(info: QuestionInfo, cands: list[Candidate], focus_terms: set[str], 
         # The sentence must state what is asked ("learning rate", "time"): a figure beside other words is
         # another quantity's.
         with_numbers = [x for x in with_numbers if _states(x.sentence, info.quantity, info.unit_acronyms)]
-    if info.units and _HOW_MANY_RE.match(info.text):
+    if info.counts:
         # "How many parameters does X have?": the figure must count the asked thing, standing beside its noun in
         # its own clause ("25.9M parameters", "the number of parameters is 25.9M"); a sentence that mentions
         # parameters and gives "the other two factors" counts something else.
@@ -726,13 +720,19 @@ def _setting(question: str) -> set[str]:
     return out
 
 
-def _spells_out(sentence: str, acronym: str) -> bool:
-    """The sentence writes an acronym of the question out ("LMs" -> "language models"): consecutive words whose
-    initials are its letters."""
+def _spelled_out(sentence: str, acronym: str) -> list[list[str]]:
+    """The runs of consecutive words of the sentence whose initials are the acronym's letters ("language
+    models" for "LMs")."""
     letters = acronym.lower()
     words = re.findall(r"[A-Za-z][\w-]*", sentence)
     n = len(letters)
-    return any("".join(w[0].lower() for w in words[i:i + n]) == letters for i in range(len(words) - n + 1))
+    return [words[i:i + n] for i in range(len(words) - n + 1)
+            if "".join(w[0].lower() for w in words[i:i + n]) == letters]
+
+
+def _spells_out(sentence: str, acronym: str) -> bool:
+    """The sentence writes an acronym of the question out ("LMs" -> "language models")."""
+    return bool(_spelled_out(sentence, acronym))
 
 
 def _multi(info: QuestionInfo, cands: list[Candidate], c: Constants) -> Draft:

@@ -271,6 +271,7 @@ class QuestionInfo:
     parts: bool = False      # asks for the parts of something ("what three components ...")
     kind: str = ""           # the noun whose names are asked, as written ("GPUs", "dataset")
     quantity: set[str] = field(default_factory=set)  # stems a figure's sentence must state ("learning rate")
+    counts: bool = False     # "how many <units>": the figure must count the units, not merely share a sentence
 
 
 def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bool:
@@ -356,7 +357,8 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
                         wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
                         attribute=attribute, shape=shape, unit_acronyms=acronyms,
                         strict_names=bool(heads & STRICT_NAME_NOUNS) or (wants_names and not phrase),
-                        parts=bool(heads & PART_NOUNS), kind=head if wants_names else "", quantity=quantity)
+                        parts=bool(heads & PART_NOUNS), kind=head if wants_names else "", quantity=quantity,
+                        counts=bool(units and m and m.group(0).lower().startswith("how many")))
 
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")

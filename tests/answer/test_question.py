@@ -116,3 +116,14 @@ def test_the_preposition_the_asked_name_is_the_object_of() -> None:
     assert kind_phrase("In which software framework was the tagger implemented?", "software") == \
         ["software", "framework"]
     assert kind_phrase("What GPUs were used?", "GPUs") == ["GPUs"]
+
+
+@pytest.mark.parametrize("question,counts", [
+    ("How many parameters does ResNet50 + CBAM have?", True),
+    ("is RecMem stable over long horizons? for how many test steps did they check?", True),
+    ("How much memory does CoRF save?", False),  # a measure, not a count
+    ("What speedup does CoRF report?", False),
+    ("how many does it use?", False),  # no counted noun written
+])
+def test_a_how_many_question_counts_its_noun(question: str, counts: bool) -> None:
+    assert analyse(question).counts is counts
