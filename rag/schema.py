@@ -26,7 +26,8 @@ class Citation:
     url: str = ""
     key: str = ""            # the input's citation key (BibTeX key, CSL id, RIS ID)
     page: int | None = None  # page of the quote, for papers read from PDFs
-    section: str = ""  # section heading the quote is in ("4.2 Datasets", "Abstract"), for PDFs
+    section: str = ""  # section heading the quote is in ("4.2 Datasets", "Abstract"), for full texts
+    passage: str = ""  # the paragraph the quote is in, for full texts (PDF, Markdown, HTML); "" for an abstract
 
 
 @dataclass

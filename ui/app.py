@@ -211,7 +211,9 @@ def shown_source(source: str, roots: tuple[Path, ...] = ()) -> str:
 def id_line(paper_id: str, source: str, position: int, page: str = "", extra: str = "",
             roots: tuple[Path, ...] = ()) -> str:
     """The id · source#position line of a paper card (ids and paths come from user files: escaped)."""
-    tail = (f" · {esc(page) if page.startswith('p.') else 'page ' + esc(page)}" if page else "") + (f" · {extra}" if extra else "")
+    # `page` is a place ("p. 5, §4.2", "§4.2 Datasets", "abstract") or a bare page number from the metadata
+    shown = esc(page) if page.startswith(("p.", "§", "abstract")) else "page " + esc(page)
+    tail = (f" · {shown}" if page else "") + (f" · {extra}" if extra else "")
     return f"<div class='meta'>id {esc(paper_id)} · {esc(shown_source(source, roots))}#{position}{tail}</div>"
 
 
@@ -345,7 +347,7 @@ def _card(c: Citation, a: Answer, turn: int, entry: CatalogEntry | None, s: Stre
     shown = entry.text if entry else ""
     place_shown = meta["page"]
     if entry is not None and getattr(entry, "layout", ""):
-        # a paper read from a PDF: the card shows the section the quote is in, not the whole paper
+        # a full text (PDF, Markdown, HTML): the card shows the paragraph the quote is in, with its section
 
         page, section, segment = where_of(entry.text, entry.layout, c.quote)
         shown = segment or shown

@@ -79,8 +79,7 @@ def reference_line(record: Any, page: int | None = None, section: str = "") -> s
         parts.append(venue_year)
     if _link(record):
         parts.append(_link(record))
-    if page:
-        parts.append(place(page, section))
+    parts.append(place(page, section))
     parts.append(_where(record))
     parts.append(f"id {_get(record, 'paper_id')}")
     line = ""
@@ -333,7 +332,8 @@ def paper_fields(record: Any) -> dict[str, str]:
 
 
 def citation_fields(record: Any, quote: str) -> dict[str, Any]:
-    """The optional fields of `Citation`: metadata, the page the quote is on, and the reference with that page."""
-    page, section, _segment = where_of(_get(record, "text"), _get(record, "layout"), quote)
-    return paper_fields(record) | {"page": page, "section": section,
+    """The optional fields of `Citation`: metadata, the page and section the quote is in, the paragraph that holds
+    it (a full text's), and the reference with that page."""
+    page, section, segment = where_of(_get(record, "text"), _get(record, "layout"), quote)
+    return paper_fields(record) | {"page": page, "section": section, "passage": segment,
                                    "reference": reference_line(record, page, section)}

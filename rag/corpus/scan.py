@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.corpus import readers
+from rag.corpus.readers import markdown
 from rag.corpus.labels import extract_label
 from rag.corpus.readers.common import BIBLIO_FIELDS, entry_name
 from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
@@ -89,7 +90,10 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
             records = _parse_jsonl(text, report)
         elif suffix == ".json":
             records = _parse_json_array(text, report)
-        elif suffix in (".txt", ".md", ".markdown"):
+        elif suffix in (".md", ".markdown"):
+            # a full text with sections (rag/corpus/readers/markdown.py), else one abstract or a paper list
+            records = markdown.records(text, report) or _parse_text(text, suffix, report)
+        elif suffix == ".txt":
             records = _parse_text(text, suffix, report)
         else:
             raise CorpusError(f"unsupported file type '{suffix}' (use {', '.join(SUPPORTED_SUFFIXES)})")
@@ -103,8 +107,9 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
         name = entry_name(str(record.get("key") or ""), str(record.get("title") or ""))
         if name:
             where += f" ({name})"
-        # PDF text is already plain (rag/corpus/readers/pdf.py): cleaning LaTeX markup from it would move its layout
-        full_text = reader is not None and bool(record.get("full_text"))
+        # A full text's readers make plain text (rag/corpus/readers/fulltext.py): cleaning markup from it again
+        # would move its layout. Only they set `full_text`: a JSON paper object saying so is an abstract.
+        full_text = (reader is not None or suffix in (".md", ".markdown")) and bool(record.get("full_text"))
         cleaned = abstract if full_text else clean_markup(abstract)
         if len(cleaned) < MIN_ABSTRACT_CHARS:
             report.problems.append(f"{where}: abstract too short ({len(cleaned)} characters)")

@@ -1,8 +1,9 @@
-"""A full text's layout: where each page and section starts in a paper's text, and the page a quote is on.
+"""A full text's layout: where each paragraph, page and section starts in a paper's text, and where a quote is.
 
-A paper read from a PDF carries a `layout`: JSON `[[offset, page, section], ...]`, the character offset in the
-paper's text where each (page, section) segment starts. The chunker (rag/index/chunking.py, SectionChunks) never
-crosses a segment, so each chunk has one page and one section; papers without a layout have no pages.
+A full text (read from a PDF, Markdown or HTML) carries a `layout`: JSON `[[offset, page, section], ...]`, the
+character offset in the paper's text where each segment starts: a paragraph for Markdown and HTML (page 0: they
+have no pages), a section's text on one page for PDFs. The chunker (rag/index/chunking.py, SectionChunks) never
+crosses a segment, so each chunk has one page and one section; abstracts have no layout.
 """
 
 from __future__ import annotations
@@ -36,10 +37,18 @@ def segments(text: str, layout: str) -> list[tuple[int, str, str]]:
     return out
 
 
+ABSTRACT = "Abstract"
+
+
 def abstract_of(text: str, layout: str) -> str:
-    """A paper's abstract: its whole text, or for a full text read from a PDF its first (Abstract) segment."""
+    """A paper's abstract: its whole text, or for a full text its leading "Abstract" segments (its first segment
+    when none is named so)."""
     parts = segments(text, layout)
-    return parts[0][2] if parts else text
+    if not parts:
+        return text
+    lead = [piece for _page, section, piece in parts[:next((i for i, x in enumerate(parts) if x[1] != ABSTRACT),
+                                                             len(parts))]]
+    return " ".join(lead) if lead else parts[0][2]
 
 
 def where_of(text: str, layout: str, quote: str) -> tuple[int | None, str, str]:
@@ -61,7 +70,7 @@ def where_of(text: str, layout: str, quote: str) -> tuple[int | None, str, str]:
         index = i
     start, page, section = marks[index]
     end = marks[index + 1][0] if index + 1 < len(marks) else len(text)
-    return page, section, text[start:end].strip()
+    return page or None, section, text[start:end].strip()
 
 
 def page_of(text: str, layout: str, quote: str) -> int | None:
@@ -75,12 +84,17 @@ def section_of(text: str, layout: str, quote: str) -> str:
 
 
 def place(page: int | None, section: str = "") -> str:
-    """Where a quote is, as a reader cites it: "p. 5, §4.2", "p. 1, abstract", "p. 9, §Limitations"."""
+    """Where a quote is, as a reader cites it: "p. 5, §4.2", "p. 1, abstract", "p. 9, §Limitations"; a full
+    text without pages (Markdown, HTML) by its section alone: "§4.2 Datasets", "abstract"."""
     if not page:
-        return ""
+        if not section:
+            return ""
+        if section == ABSTRACT:
+            return "abstract"
+        return "§" + (section if len(section) <= 60 else section[:59] + "…")
     if not section:
         return f"p. {page}"
-    if section == "Abstract":
+    if section == ABSTRACT:
         return f"p. {page}, abstract"
     if re.match(r"^(?:figure|fig\.|table|tab\.|algorithm|listing)\s*\S+$", section, re.IGNORECASE):
         return f"p. {page}, {section}"  # a caption: "p. 5, Figure 5"

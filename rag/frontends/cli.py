@@ -119,7 +119,8 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
     if answer.citations:
         _echo("\nSources:")
         for c in answer.citations:
-            page = f", {place(c.page, getattr(c, 'section', ''))}" if c.page else ""
+            where = place(c.page, getattr(c, "section", ""))
+            page = f", {where}" if where else ""
             _echo(f"[{c.n}] {c.label} — id {c.paper_id} — {c.source}#{c.position}{page}")
             if c.title:
                 _echo(f"    {c.reference}")

@@ -98,7 +98,7 @@ class SectionChunks(TransformComponent):
             for page, section, piece in segments(text, layout) or [(0, "", text)]:
                 for chunk in group_sentences(split_sentences(piece), self.chunk_tokens):
                     meta = dict(node.metadata)
-                    if page:
+                    if page or section:
                         meta.update(page=page, section=section)
                     out.append(TextNode(
                         id_=f"{pid}:{n}", text=chunk, metadata=meta,

@@ -1,4 +1,6 @@
-"""Readers for the formats researchers keep papers in: BibTeX, CSL-JSON (Zotero), RIS and PDF.
+"""Readers for the formats researchers keep papers in: BibTeX, CSL-JSON (Zotero), RIS, and full texts as PDF,
+HTML (rag/corpus/readers/html.py) and Markdown (markdown.py, called by the scanner, which also reads short
+Markdown files as abstracts).
 
 Each reader turns one file into records of the shape the scanner (rag/corpus/scan.py) builds papers from (`abstract`,
 `title`, `authors`, `venue`, `year`, `url`, plus `doi`, `arxiv`, `key` and, for PDFs, `layout`), so every format
@@ -15,20 +17,21 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from rag.corpus.readers import bibtex, csljson, pdf, ris
+from rag.corpus.readers import bibtex, csljson, html, pdf, ris
 from rag.corpus.records import FileReport
 
 
 Records = list[tuple[int, dict]]
 Reader = Callable[[Path, int, "FileReport"], Records]
 
-SUFFIXES = (".bib", ".bibtex", ".ris", ".pdf")
+SUFFIXES = (".bib", ".bibtex", ".ris", ".pdf", ".html", ".htm", ".xhtml")
 SNIFF_BYTES = 64 * 1024
 # Keys only CSL items have (the scanner's own JSON paper objects use `authors`, `venue`, `year`).
 _CSL_KEYS_RE = re.compile(rb'"(container-title|issued|family|given|citation-key|DOI|URL)"\s*:')
 
 
-BY_SUFFIX: dict[str, Reader] = {".bib": bibtex.read, ".bibtex": bibtex.read, ".ris": ris.read, ".pdf": pdf.read}
+BY_SUFFIX: dict[str, Reader] = {".bib": bibtex.read, ".bibtex": bibtex.read, ".ris": ris.read, ".pdf": pdf.read,
+                                 ".html": html.read, ".htm": html.read, ".xhtml": html.read}
 
 
 def is_csl_json(path: Path) -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 
 from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, year_of
 from rag.corpus.readers.pdf_layout import Line, Page, Word, read_page
-from rag.corpus.labels import is_coined
+from rag.corpus.readers.fulltext import label_of
 from rag.corpus.records import CorpusError, FileReport
 
 
@@ -97,6 +97,9 @@ class Parsed:
     arxiv: str = ""
     blocks: list[tuple[int, str, str, str]] = field(default_factory=list)  # (page, kind, section, text), all
     unmapped: int = 0  # glyphs without a Unicode mapping, dropped
+    # (page, section heading, text) of each paragraph of `sections`: a block of lines, continued by the next
+    # block of its section and page when it stops mid-sentence (a column break)
+    paragraphs: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------- text
@@ -806,6 +809,7 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
     blocks, texts = [blocks[i] for i in order], [texts[i] for i in order]
     keep = ("abstract", "body", "caption", "footnote")
     sections: list[tuple[int, str, str]] = []
+    paragraphs: list[tuple[int, str, str]] = []
     for b, text in zip(blocks, texts):
         if b.kind not in keep or not text.strip():
             continue
@@ -823,6 +827,10 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             sections[-1] = (b.page, name, sections[-1][2] + " " + text)
         else:
             sections.append((b.page, name, text))
+        if paragraphs and paragraphs[-1][:2] == (b.page, name) and not _SENTENCE_END_RE.search(paragraphs[-1][2]):
+            paragraphs[-1] = (b.page, name, paragraphs[-1][2] + " " + text)
+        else:
+            paragraphs.append((b.page, name, text))
     abstract = " ".join(t for _p, h, t in sections if h == "Abstract")
     if not abstract:
         abstract = next((t for _p, h, t in sections if t), "")
@@ -841,33 +849,20 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
                    if _name_like(n)]
     year = year_of(stamp if arxiv_of(stamp) else "", venue_line,
                    *re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_text, re.I)[:1])
-    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=sections, pages=n_pages,
+    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=sections,
+                  paragraphs=paragraphs, pages=n_pages,
                   venue=venue, year=year, doi=doi_of(first_text, meta.get("Subject", ""), meta.get("Keywords", "")),
                   arxiv=arxiv, unmapped=sum(p.unmapped for p in pages),
                   blocks=[(b.page, b.kind, b.section, t) for b, t in zip(blocks, texts)])
+
+
+_SENTENCE_END_RE = re.compile(r"[.!?:][\"”’)\]]*\s*$")
 
 
 def _sound_title(title: str) -> bool:
     """An Info title that names the paper, not the file it was made from."""
     return bool(title) and len(title) >= 8 and not re.search(
         r"\.(html?|tex|dvi|docx?|pdf|ps)$|^untitled|^microsoft word|^slide|^\s*$|^[\w-]+\.\w{2,4}$", title, re.I)
-
-
-def label_of(title: str) -> str:
-    """The paper's short name from its title: the part before a colon ("Lookback Lens", "wav2vec 2.0"), else a
-    coined token of the title ("BlendFields"), else its first words (never a word taken from the text)."""
-
-    m = re.match(r"\s*([^:]{2,40}):", title)
-    if m and len(m.group(1).split()) <= 4:
-        return m.group(1).strip()
-    # a coined token has a capital inside a word part ("BlendFields", "GPT-4"), not only title case
-    # across a hyphen ("Population-Level")
-    coined = [t.strip("(),.;") for t in title.split() if is_coined(t.strip("(),.;"))
-              and not all(part[:1].isupper() and part[1:].islower() for part in t.strip("(),.;").split("-"))]
-    if coined:
-        return coined[0]
-    words = title.split()
-    return " ".join(words[:5]) + ("…" if len(words) > 5 else "")
 
 
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
@@ -888,7 +883,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     text_parts: list[str] = []
     layout: list[list[Any]] = []
     offset = 0
-    for page, heading, body in parsed.sections:
+    for page, heading, body in parsed.paragraphs or parsed.sections:
         cleaned = re.sub(r"\s+", " ", body).strip()  # PDF text is plain: '$' or '\\' in it are not markup
         if not cleaned:
             continue

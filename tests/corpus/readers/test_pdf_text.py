@@ -24,7 +24,7 @@ def test_place_names_page_and_section() -> None:
     assert place(5, "4.2 Datasets") == "p. 5, §4.2"
     assert place(1, "Abstract") == "p. 1, abstract"
     assert place(9, "Limitations") == "p. 9, §Limitations"
-    assert place(None, "4.2 Datasets") == "" and place(3) == "p. 3"
+    assert place(None, "4.2 Datasets") == "§4.2 Datasets" and place(3) == "p. 3"  # a Markdown or HTML full text
     text = "First part. Second part here."
     assert section_of(text, '[[0, 1, "Abstract"], [12, 2, "2 Method"]]', "Second part here.") == "2 Method"
 
