@@ -96,9 +96,30 @@ def eval_command(
                                                            help="Gate: answerable chat turns that abstain."),
     min_lead: Optional[float] = typer.Option(None, "--min-lead", min=0, max=1, help="Gate: number and "
                                              "definition turns whose lead line holds the expected answer."),
+    qasper_file: Optional[Path] = typer.Option(None, "--qasper", help="Score QASPER instead (a qasper_*.jsonl "
+                                               "file): each paper written as Markdown, ingested into --qasper-data, "
+                                               "each question asked of its own paper (eval/qasper.py)."),
+    qasper_papers: Optional[int] = typer.Option(None, "--qasper-papers", min=1, help="Only a fixed sample of this "
+                                                "many papers (the same on every machine)."),
+    qasper_fold: Optional[int] = typer.Option(None, "--qasper-fold", min=0, max=4, help="Only the papers of this "
+                                              "fold (eval/qasper.py fold_of): held out by a reader trained "
+                                              "without it."),
+    qasper_data: Path = typer.Option(Path("data-qasper"), "--qasper-data", help="Data dir the QASPER papers are "
+                                     "ingested into (kept between runs: only what changed is embedded)."),
+    min_qasper_answer_f1: Optional[float] = typer.Option(None, "--min-qasper-answer-f1", min=0, max=1,
+                                                         help="Gate: QASPER Answer-F1."),
+    min_qasper_evidence_f1: Optional[float] = typer.Option(None, "--min-qasper-evidence-f1", min=0, max=1,
+                                                           help="Gate: QASPER Evidence-F1."),
+    max_qasper_false_abstain: Optional[float] = typer.Option(None, "--max-qasper-false-abstain", min=0, max=1,
+                                                             help="Gate: answerable QASPER questions that abstain."),
 ) -> None:
     """Score answers to hand-written questions: retrieval, citations, faithfulness, correctness, abstention."""
     started = time.perf_counter()
+    if qasper_file is not None:
+        _qasper(qasper_file, qasper_papers, qasper_fold, qasper_data, out, {
+            "answer_f1": min_qasper_answer_f1, "evidence_f1": min_qasper_evidence_f1},
+            {"answerable_abstained": max_qasper_false_abstain})
+        return
     if compare:
         from eval.report import compare as compare_runs
 
@@ -189,6 +210,54 @@ def eval_command(
         "abstention": min_abstention, "abstain_on_unanswerable": min_abstain_unanswerable,
         "judge_agreement": min_judge_agreement,
     }, max_p95_ms)
+    for line in failures:
+        typer.echo(f"gate failed: {line}", err=True)
+    if failures:
+        raise typer.Exit(1)
+
+
+def _qasper(path: Path, n_papers: int | None, fold: int | None, data: Path, out: Path | None,
+            minimum: dict[str, float | None], maximum: dict[str, float | None]) -> None:
+    """`papers eval --qasper FILE`: Answer-F1 and Evidence-F1 by the official definitions (eval/qasper.py)."""
+    from eval import qasper
+    from rag.errors import PapersError
+    from rag.schema import record
+    from rag.service import open_assistant
+    from rag.settings import load_settings
+
+    try:
+        papers = qasper.load(path)
+    except (OSError, ValueError, KeyError) as e:
+        _fail(f"{path}: not a QASPER file ({e})")
+        return
+    if fold is not None:
+        papers = [p for p in papers if qasper.fold_of(p.id) == fold]
+    if n_papers is not None:
+        papers = qasper.sample(papers, n_papers)
+    try:
+        settings = load_settings(data_dir=data)
+        ids = qasper.ensure_ingested(settings, papers, data.parent / f"{data.name}-markdown",
+                                     progress=sys.stderr.isatty())
+        assistant = open_assistant(settings)
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
+        return
+
+    def ask(question: str, paper_id: str) -> dict:
+        return record(assistant.ask(question, paper_ids=[paper_id], mode="extractive"))
+
+    records = qasper.run([p for p in papers if p.id in ids], ids, ask)
+    summary = qasper.summarise(records)
+    folder = _run_folder(out, "qasper")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "qasper.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    (folder / "qasper_summary.json").write_text(json.dumps(summary, indent=1))
+    typer.echo(qasper.table(summary))
+    typer.echo(f"records: {folder / 'qasper.jsonl'}")
+    failures = [f"qasper {k}: {summary[k]:.3f} is below the minimum {v:g}" for k, v in minimum.items()
+                if v is not None and (summary[k] is None or summary[k] < v)]
+    failures += [f"qasper {k}: {summary[k]:.3f} is above the maximum {v:g}" for k, v in maximum.items()
+                 if v is not None and (summary[k] is None or summary[k] > v)]
     for line in failures:
         typer.echo(f"gate failed: {line}", err=True)
     if failures:

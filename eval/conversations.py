@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag.answer.question import analyse
+from rag.answer.intent import Asks, read_intent
 
 from eval.scoring import correctness, fact_present
 
@@ -84,8 +84,8 @@ def score_turn(turn: ConvTurn, answer: Any) -> dict[str, Any]:
     if turn.lead and answerable:
         lead = answer.lead or ""
         out["lead_ok"] = float(bool(lead) and fact_present(turn.lead, lead))
-        info = analyse(answer.rewritten or turn.q)
-        out["lead_kind"] = "number" if info.wants_number else "definition" if info.shape == "definition" else "other"
+        asks = read_intent(answer.rewritten or turn.q).asks
+        out["lead_kind"] = {Asks.NUMBER: "number", Asks.DEFINITION: "definition"}.get(asks, "other")
     if answer.lead:  # the lead line is a span of a quoted sentence: the citation check must have passed it
         out["lead_supported"] = float(any(c.supported and c.sentence.startswith(answer.lead) for c in answer.checks))
     return out

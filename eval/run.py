@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.answer.cite import UNSUPPORTED_MARK, SourceText, cited_numbers, strip_citations
-from rag.answer.question import analyse
+from rag.answer.intent import Asks, read_intent
 from rag.prompts import is_abstention
 from rag.settings import redact
 from rag.text import split_sentences
@@ -155,8 +155,8 @@ def score_answer(q: Question, answer: Answer, papers: PaperTexts, judge: Judge) 
 
 def lead_score(q: Question, answer: Answer) -> float | None:
     """For an answerable number or definition question: does the direct-answer line hold a key fact?"""
-    info = analyse(q.question)
-    if not q.answerable or not q.key_facts or not (info.wants_number or info.shape == "definition"):
+    intent = read_intent(q.question)
+    if not q.answerable or not q.key_facts or intent.asks not in (Asks.NUMBER, Asks.DEFINITION):
         return None
     return float(bool(answer.lead) and any(fact_present(f, answer.lead) for f in q.key_facts))
 

@@ -20,10 +20,12 @@ from rag import prompts
 from rag.answer.cite import check_answer
 from rag.answer.conversation import Resolution, TurnRecord, acceptable_rewrite, resolve
 from rag.answer.evidence import Vocabulary, vocabulary_for
-from rag.answer.extractive import Draft, draft_answer
+from rag.answer.draft import Draft
+from rag.answer.extractive import draft_answer
 from rag.answer.lookup import lookup_rows
 from rag.answer.lookup import strength as lookup_strength
 from rag.answer.naming import named_papers
+from rag.answer.passages import ReaderRun, reader_run
 from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, llm_rewrite, stream_answer
 from rag.answer.question import clean_question, is_list_question
 from rag.answer.render import render_extractive, render_generated, sources_for, word_events
@@ -47,6 +49,7 @@ class Assistant:
         self.retriever = retriever or Retriever(settings)
         self._vectors: dict[str, list[float]] = {}
         self._prefetcher: ThreadPoolExecutor | None = None
+        self._reader: ReaderRun | None = None
 
     def resolve_mode(self, mode: str | None) -> str:
         """'extractive' or 'llm' for this question; 'llm' only when an endpoint is configured."""
@@ -199,7 +202,7 @@ class Assistant:
     def _evidence_outside(self, question: str, scoped: Retrieval, paper_ids: list[str]) -> Answer | None:
         """A scoped abstention whose answer is in papers outside the scope: say which ones."""
         full = self.retriever.complete(self.retriever.retrieve(question, k=self.depth(question)))
-        draft = draft_answer(question, full, vocab=self.vocabulary())
+        draft = draft_answer(question, full, vocab=self.vocabulary(), reader=self.reader())
         found = list(dict.fromkeys(q.paper.paper_id for q in draft.quotes if q.paper.paper_id not in paper_ids))
         if draft.abstention or not found:
             return None
@@ -224,6 +227,13 @@ class Assistant:
         answer.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return answer
 
+    def reader(self) -> ReaderRun:
+        """The reader answers use (rag/read/model.py), loaded on first use and shared by every session."""
+        if self._reader is None:
+            s = self.settings
+            self._reader = reader_run(str(s.reader or ""), s.reader_passages, s.reader_threads)
+        return self._reader
+
     def vocabulary(self) -> Vocabulary:
         """Word statistics of the current index (rarity, common vocabulary) for the evidence scorer."""
         return vocabulary_for(self.retriever.local_index)
@@ -231,7 +241,8 @@ class Assistant:
     def _extractive(self, question: str, retrieval: Retrieval, emphasis: tuple[str, ...] = ()) -> Answer:
         # Every sentence of the retrieved papers is a candidate: their vectors come from the local index.
         self.retriever.complete(retrieval)
-        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), named=self.named(question))
+        draft = draft_answer(question, retrieval, vocab=self.vocabulary(), named=self.named(question),
+                             reader=self.reader())
         return render_extractive(question, retrieval, draft, self.settings.unsupported, emphasis)
 
     def _fallback(self, question: str, retrieval: Retrieval, reason: str) -> Answer:

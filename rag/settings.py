@@ -138,6 +138,15 @@ class Settings(BaseSettings):
         None, description="JSON file of paper-ranking fusion weights written by eval/fit_retrieval.py (refit on "
                           "your own questions); unset uses the shipped rag/answer/fitted/retrieval.json.")
 
+    # --- reading (rag/read/) ---
+    reader: Path | None = Field(
+        None, description="Folder of a reader model written by eval/fit_reader.py (reader.onnx + reader.json); unset "
+                          "uses the one shipped in rag/read/fitted/.")
+    reader_passages: int = Field(24, ge=0, le=200, description="Passages the reader re-scores per question: the "
+                                 "first stage's best this many (0 turns the reader off: answers then rank passages "
+                                 "by the first stage alone).")
+    reader_threads: int = Field(2, ge=1, le=64, description="onnxruntime threads the reader uses.")
+
     # --- answering ---
     answer_mode: Literal["auto", "extractive", "llm"] = Field(
         "auto", description="'extractive' quotes the abstracts (no LLM); 'llm' generates with the configured "

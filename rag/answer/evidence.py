@@ -257,6 +257,8 @@ class Candidate:
     sentence: str
     features: dict[str, float]
     prob: float = 0.0
+    first: float = 0.0    # the first stage's probability, kept when the reader re-scores `prob` (passages.py)
+    segment: int = -1     # the layout segment (paragraph) the sentence is in; -1 for an abstract
 
     @property
     def cosine(self) -> float:
@@ -345,11 +347,11 @@ def _layout_marks(layout: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(o for o, _p, _s in marks), tuple(ids)
 
 
-def chunk_sections(paper: Any) -> list[int]:
-    """The section each of a paper's chunks is in; all 0 for a paper without a layout (an
-    abstract is one section). Chunks never cross a segment (rag/index/chunking.py), so each chunk's start,
-    found in the paper's text after the previous chunk's, places it."""
-    marks, ids = _layout_marks(getattr(paper, "layout", "") or "")
+def chunk_segments(paper: Any) -> list[int]:
+    """The layout segment (a full text's paragraph, or a PDF section's text on one page) each of a paper's chunks
+    is in; all 0 for a paper without a layout. Chunks never cross a segment (rag/index/chunking.py), so each
+    chunk's start, found in the paper's text after the previous chunk's, places it."""
+    marks, _ids = _layout_marks(getattr(paper, "layout", "") or "")
     if len(marks) <= 1:
         return [0] * len(paper.chunks)
     text = paper.text
@@ -361,12 +363,20 @@ def chunk_sections(paper: Any) -> list[int]:
             found = text.find(head)
         if found >= 0:
             at = found
-        out.append(ids[max(0, bisect.bisect_right(marks, at) - 1)])
+        out.append(max(0, bisect.bisect_right(marks, at) - 1))
     return out
 
 
+def chunk_sections(paper: Any, segs: list[int] | None = None) -> list[int]:
+    """The section each of a paper's chunks is in (consecutive segments of one section, a section running over
+    a page break, are one section); all 0 for a paper without a layout (an abstract is one section)."""
+    _marks, ids = _layout_marks(getattr(paper, "layout", "") or "")
+    segs = chunk_segments(paper) if segs is None else segs
+    return [ids[i] if i < len(ids) else 0 for i in segs] if len(ids) > 1 else [0] * len(segs)
+
+
 def _sentence_sections(paper: Any, sections: list[int]) -> list[int]:
-    """The section of each sentence `_sentences_of` returns for a paper (its chunk's)."""
+    """The section (or segment) of each sentence `_sentences_of` returns for a paper (its chunk's)."""
     return [sec for chunk, sec in zip(paper.chunks, sections) for _ in sentences_of(chunk.text)]
 
 
@@ -394,18 +404,22 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     # since a whole paper holds every term and its last pages are appendices, not results. A paper without a
     # layout is one section, so abstracts score as they were fitted (on SciFact abstracts).
     raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
+    segment_of: list[int] = []
     section_of: list[tuple[str, int]] = []
     order: list[int] = []  # each sentence's position in its paper (quotes of a paper are shown in this order)
     for rank, p in enumerate(papers):
         start = len(order)
-        sections = chunk_sections(p)
+        segs = chunk_segments(p)
+        layered_p = len(_layout_marks(getattr(p, "layout", "") or "")[0]) > 1
         in_section: dict[int, int] = {}
-        for (s, cos), sec in zip(_sentences_of(p, embed, qvec), _sentence_sections(p, sections)):
+        for (s, cos), seg, sec in zip(_sentences_of(p, embed, qvec), _sentence_sections(p, segs),
+                                      _sentence_sections(p, chunk_sections(p, segs))):
             if not prose(s):
                 continue
             j = in_section.get(sec, 0)
             in_section[sec] = j + 1
             raw.append((p, rank, j, s, cos, sentence_stems(s)))
+            segment_of.append(seg if layered_p else -1)
             section_of.append((p.paper_id, sec))
             order.append(len(order) - start)
     if not raw:
@@ -463,7 +477,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     rare_idf = [(w, qt.idf[w]) for w in rare_terms]
     label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
     out: list[Candidate] = []
-    for r, bm, hit, key, at in zip(raw, bm25s_, hits, section_of, order):
+    for r, bm, hit, key, at, seg in zip(raw, bm25s_, hits, section_of, order, segment_of):
         p, rank, j, s, cos, st = r
         present = hit | label_q[p.paper_id]
         overlap = sum(v for w, v in q_idf if w in present) / total_idf if present else 0.0
@@ -492,7 +506,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(key, -1) else 0.0,
             "early_limitation": (1.0 - (j / (n - 1) if n > 1 else 0.0)) if qt.asks_limitation else 0.0,
         }
-        out.append(Candidate(p, rank, at, s, f))
+        out.append(Candidate(p, rank, at, s, f, segment=seg))
     _score(out, c)
     return out
 
@@ -516,7 +530,7 @@ def _score(cands: list[Candidate], c: Constants) -> None:
         if tuple(f) != keys:
             keys = tuple(f)
             weights = [c.sentence_weights.get(k, 0.0) for k in keys]
-        cand.prob = _sigmoid(bias + sum(map(operator.mul, weights, f.values())))
+        cand.prob = cand.first = _sigmoid(bias + sum(map(operator.mul, weights, f.values())))
 
 
 def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:
@@ -524,10 +538,11 @@ def paper_features(cands: Sequence[Candidate]) -> dict[str, dict[str, float]]:
     by_paper: dict[str, list[Candidate]] = {}
     for cand in cands:
         by_paper.setdefault(cand.paper.paper_id, []).append(cand)
-    top = max((cand.prob for cand in cands), default=0.0)
+    # the first stage's probabilities: the paper model was fitted on them (the reader re-scores `prob`)
+    top = max((cand.first for cand in cands), default=0.0)
     out = {}
     for pid, cs in by_paper.items():
-        probs = sorted((x.prob for x in cs), reverse=True)
+        probs = sorted((x.first for x in cs), reverse=True)
         f0 = cs[0].features
         ranks = getattr(cs[0].paper, "ranks", {}) or {}
         out[pid] = {"best": probs[0], "second": probs[1] if len(probs) > 1 else 0.0, "best_gap": probs[0] - top,

@@ -31,9 +31,11 @@ from typing import Any
 from rag.answer import fitted
 from rag.answer.cite import SourceText, check_answer
 from rag.answer.evidence import Constants, Vocabulary, current_constants, strength
-from rag.answer.extractive import _kind_names, _name_token, evidence_for
+from rag.answer.extractive import evidence_for
+from rag.answer.types.names import names_of_kind
+from rag.answer.types.words import name_token
 from rag.answer.lead import lead_for
-from rag.answer.question import analyse
+from rag.answer.intent import read_intent
 from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.schema import Grid, GridCell
 from rag.text import CONTRIBUTION_RE, STOPWORDS, sentences_of
@@ -135,11 +137,11 @@ def data_source(sentence: str) -> tuple[bool, bool]:
     nouns = [m.group(0).lower() for m in _DATA_NOUN_RE.finditer(sentence)]
     if _TASK_RE.search(sentence):
         nouns.append("task")
-    if any(_kind_names(sentence, n, "", vocab, "") for n in dict.fromkeys(nouns)):
+    if any(names_of_kind(sentence, n, "", vocab, "") for n in dict.fromkeys(nouns)):
         return noun, True
     for m in _RAN_ON_RE.finditer(sentence):
         for w in re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", m.group(1))[:3]:
-            if _name_token(w, vocab) or w[0].isupper() and w[1:].islower() and w.lower() not in STOPWORDS:
+            if name_token(w, vocab) or w[0].isupper() and w[1:].islower() and w.lower() not in STOPWORDS:
                 return noun, True
     return noun, False
 
@@ -256,8 +258,7 @@ def check_cell(question: str, sentence: str, label: str, title: str, paper_id: s
                policy: str = "mark") -> Cell:
     """The lead span of a cell's sentence (when lead.py gives one) and the citation check of both against the
     paper's own sentences, as any answer is checked."""
-    info = analyse(question)
-    found = lead_for(question, info, [(paper_id, label, title, sentence)])
+    found = lead_for(question, read_intent(question), [(paper_id, label, title, sentence)])
     lead = found.span if found and found.span and found.span != sentence and found.span in sentence else None
     source = [SourceText(1, label, list(sentences))]
     text = f"{sentence} [1]" + (f"\n{lead} [1]" if lead else "")

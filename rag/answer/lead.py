@@ -19,9 +19,13 @@ span answers, there is no line. What is asked is read from the question's gramma
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.answer.question import QuestionInfo, kind_nouns, specific_tokens
+from rag.answer.calibration import AnswerConstants, answer_constants
+from rag.answer.intent import Intent, Shape, is_polar
+from rag.answer.passages import PassageRead
+from rag.answer.question import kind_nouns, specific_tokens
 from rag.corpus.labels import initials_match, is_coined
 from rag.text import STOPWORDS, numbers, stem, stems
 
@@ -231,23 +235,56 @@ def yes_no(question: str, sentences: list[str], asked_names: list[str]) -> tuple
     return None
 
 
-def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str, str]],
-             emphasis: tuple[str, ...] = ()) -> Lead | None:
-    """The lead of an extractive answer; `quotes` are (paper id, label, title, sentence) in answer order, and
-    `emphasis` the words a chat turn added to the question it continues."""
-    if not quotes or info.multi:
+def lead_for(question: str, intent: Intent, quotes: list[tuple[str, str, str, str]],
+             emphasis: tuple[str, ...] = (), passages: Sequence[PassageRead] = (),
+             constants: AnswerConstants | None = None) -> Lead | None:
+    """The lead of an extractive answer; `quotes` are (paper id, label, title, sentence) in answer order,
+    `emphasis` the words a chat turn added to the question it continues, and `passages` the passages the reader
+    read (best first): where no rule finds the answer in the quote, the reader's yes/no verdict or its
+    short-answer span leads."""
+    if not quotes or intent.every_paper:
         return None
+    found = _rule_lead(question, intent, quotes, emphasis)
+    if found is not None or not passages:
+        return found
+    return _reader_lead(question, intent, quotes, passages, constants or answer_constants())
+
+
+def _reader_lead(question: str, intent: Intent, quotes: list[tuple[str, str, str, str]],
+                 passages: Sequence[PassageRead], c: AnswerConstants) -> Lead | None:
+    """"Yes: <clause>" / "No: <clause>" for a yes/no question, from the reader's verdict on the lead paper's
+    best passage (threshold `yes_at`, fitted), the clause taken from the first quote."""
+    pid = quotes[0][0]
+    top = next((x for x in passages if x.reading is not None and x.paper.paper_id == pid), None)
+    if top is None or top.reading is None or not is_polar(question) or intent.every_paper:
+        return None
+    verdict = "Yes" if top.reading.yes_probability >= c.yes_at else "No"
+    shown = _clause(quotes[0][3])
+    return Lead(f"{verdict}: {shown}", shown, pid) if shown else None
+
+
+def _clause(sentence: str) -> str:
+    """The sentence's longest clause (a part of it, so the citation check reads it as a quoted part)."""
+    parts = [p.strip() for p in re.split(r"[,;:]\s", sentence.rstrip(".")) if p.strip()]
+    best = max(parts, key=len, default="")
+    return best if best and best != sentence.rstrip(".") else " ".join(sentence.split()[:MAX_SPAN_WORDS])
+
+
+def _rule_lead(question: str, intent: Intent, quotes: list[tuple[str, str, str, str]],
+               emphasis: tuple[str, ...]) -> Lead | None:
+    """The lead a rule finds in the first quote: a figure, an expansion, the paper's label, a literal yes/no, an
+    enumeration or names (see the module docstring)."""
     pid, label, title, sentence = quotes[0]
     focus_words = _stems(label) | _stems(title)
-    if info.shape == "definition":
+    if intent.shape is Shape.DEFINITION:
         # every name the question spells, even one the collection shares ("RSP" beside "RSPO")
-        for name in dict.fromkeys([*info.specific, *specific_tokens(question)]):
+        for name in dict.fromkeys([*intent.specific, *specific_tokens(question)]):
             span = expansion_span(sentence, name)
             if span:
                 return Lead(span, span, pid)
         return None
-    if info.wants_number:
-        asked = (info.units - focus_words) or (info.content - focus_words) or info.content
+    if intent.number is not None:
+        asked = (intent.number.units - focus_words) or (intent.content - focus_words) or intent.content
         prefer = {s for w in emphasis for s in stems(w)}
         percent = bool(_PERCENT_RE.search(question))
         # Of the lead paper's quotes, the figure that stands nearest the asked words (ties: the likeliest quote).
@@ -260,20 +297,20 @@ def lead_for(question: str, info: QuestionInfo, quotes: list[tuple[str, str, str
             max(found, key=lambda f: f[0])[1]
         return Lead(span, span, pid) if len(span.split()) <= MAX_SPAN_WORDS else None
     names_paper = label.lower() in question.lower()
-    if info.lookup and not names_paper and len({q[0] for q in quotes}) == 1:
+    if intent.lookup and not names_paper and len({q[0] for q in quotes}) == 1:
         return Lead(label, label, pid)
-    names = [t for t in info.specific if t.lower() not in label.lower()]
+    names = [t for t in intent.specific if t.lower() not in label.lower()]
     by_paper: dict[str, str] = {}
     for q in quotes:  # all of a paper's quotes: the yes/no may be in its second one
         by_paper[q[0]] = (by_paper.get(q[0], "") + " " + q[3]).strip()
     verdict = yes_no(question, list(by_paper.values()), names)
     if verdict:
         return Lead(f"{verdict[0]}: {verdict[1]}", verdict[1], pid)
-    if info.parts and not info.lookup:
+    if intent.names is not None and intent.names.parts and not intent.lookup:
         span = parts_span(sentence)
         if span:
             return Lead(span, span, pid)
-    if info.wants_names:
-        span = names_span(sentence, label, info.kind)
+    if intent.names is not None:
+        span = names_span(sentence, label, intent.names.kind)
         return Lead(span, span, pid) if span else None
     return None

@@ -33,7 +33,8 @@ from typing import Any
 
 from rag.answer import fitted
 from rag.answer.evidence import RANKINGS, Candidate, Vocabulary, paper_features, paper_probabilities
-from rag.answer.extractive import evidence_for, foreign
+from rag.answer.abstain import foreign
+from rag.answer.extractive import evidence_for
 from rag.text import CONTRIBUTION_RE
 
 LOOKUP_FEATURES = ("evidence", "second", "paper", "evidence_lead", "paper_lead", "rank", "cosine", "rare_share",

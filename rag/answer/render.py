@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from rag import prompts
 from rag.answer.cite import CITATION_RE, CheckResult, SourceText, check_answer, cited_numbers, outside_quotes
-from rag.answer.extractive import Draft
+from rag.answer.draft import Draft
 from rag.answer.lead import lead_for
 from rag.answer.retrieve import PaperHit, Retrieval
 from rag.corpus.references import citation_fields, paper_fields
@@ -71,8 +71,8 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     n_of = {p.paper_id: i for i, p in enumerate(order, 1)}
     lines = []
     ranked = ([draft.best] if draft.best is not None else []) + [q for q in draft.quotes if q is not draft.best]
-    lead = lead_for(question, draft.info, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
-                                           for q in ranked], emphasis) if draft.info is not None else None
+    lead = lead_for(question, draft.intent, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
+                                             for q in ranked], emphasis, draft.passages) if draft.intent is not None else None
     if lead is not None:
         line = f"{lead.text} [{n_of[lead.paper_id]}]"
         # The lead is shown only when the citation check passes it (a quoted part of its sentence): a line the

@@ -155,7 +155,7 @@ def test_answers_do_not_depend_on_the_process(corpus_settings) -> None:  # noqa:
 
 
 def test_a_bound_in_a_formula_is_not_a_figure() -> None:
-    from rag.answer.extractive import figures
+    from rag.answer.types.number import figures
 
     assert figures("It follows, where the inequality holds since w ≤ 1, ∀i.") == frozenset()
     assert figures("Each weight lies in x ∈ [0, 1] by construction.") == frozenset()
@@ -163,7 +163,7 @@ def test_a_bound_in_a_formula_is_not_a_figure() -> None:
 
 
 def test_a_figure_sentence_states_the_asked_quantity() -> None:
-    from rag.answer.extractive import _states
+    from rag.answer.types.number import states as _states
 
     assert _states("The tagger is trained with a learning rate of 0.01.", {"learn", "rate"})
     assert not _states("We use Scikit-Learn 1.2 for the probe.", {"learn", "rate"})  # "learn" alone
@@ -177,7 +177,7 @@ def test_a_figure_sentence_states_the_asked_quantity() -> None:
 
 def test_a_name_of_the_asked_kind_is_written_beside_its_noun() -> None:
     from rag.answer.evidence import Vocabulary
-    from rag.answer.extractive import _kind_names, _names_kind
+    from rag.answer.types.names import names_kind as _names_kind, names_of_kind as _kind_names
 
     vocab = Vocabulary(None)
     assert _names_kind("We run all models on Zorp X900 (48GB) and K80 (12GB) GPUs.", "GPUs", "", vocab, "")
@@ -239,7 +239,7 @@ def test_whose_gpu_is_asked_is_said_by_the_questions_other_words() -> None:
 
 
 def test_a_shape_with_a_symbol_is_no_figure() -> None:
-    from rag.answer.extractive import figures
+    from rag.answer.types.number import figures
 
     assert figures("The hidden activation size is set to R C/r×1×1 , where r is the reduction ratio.") == frozenset()
     assert figures("Each map has size H×W×3 before pooling.") == frozenset()
@@ -255,7 +255,7 @@ def test_how_many_needs_a_figure_that_counts_the_asked_thing() -> None:
     counted = "Zeta has 28.09M parameters in all."
     paper = _full_text("z", "Zeta", TAGGER + [mentions, counted], {mentions: 0.95, counted: 0.5})
     assert _draft("How many parameters does Zeta have?", [paper]).quotes[0].sentence == counted
-    from rag.answer.extractive import _counts
+    from rag.answer.types.number import counts as _counts
 
     assert _counts("On the leaderboard we rank 42 language models.", {"lms"}, ["LM"])  # "how many LMs"
     assert not _counts("We read 2 leaderboards, and each of them ranks language models.", {"lms"}, ["LM"])
@@ -307,7 +307,7 @@ def test_hardware_is_answered_by_a_named_gpu() -> None:
 
 
 def test_a_word_written_in_capitals_matches_where_the_text_writes_it_so() -> None:
-    from rag.answer.extractive import _cased_in
+    from rag.answer.types.words import cased_in as _cased_in
 
     assert _cased_in("BASE", "Our BASE tagger has four layers.") and _cased_in("GPUs", "on 8 GPUs")
     assert not _cased_in("BASE", "a strong base tagger") and not _cased_in("BASE", "the DATABASE")
@@ -336,16 +336,16 @@ def test_a_name_governed_by_the_questions_verb_answers_without_the_kind_noun() -
 def _numeric_pick(question: str, sentences: list[str], probs: list[float]) -> str:
     """The figure sentence `_numeric` quotes first, of one paper's sentences scored as given."""
     from rag.answer.evidence import Candidate, current_constants
-    from rag.answer.extractive import _numeric
-    from rag.answer.question import analyse
+    from rag.answer.intent import read_intent
+    from rag.answer.types.number import numeric as _numeric
 
     paper = _full_text("z", "Zeta", TAGGER + sentences, {})
     cands = [Candidate(paper, 0, i, s, {"cosine": 0.5}, p) for i, (s, p) in enumerate(zip(sentences, probs))]
-    return _numeric(analyse(question), cands, {"zeta"}, current_constants()).quotes[0].sentence
+    return _numeric(read_intent(question), cands, {"zeta"}, current_constants()).quotes[0].sentence
 
 
 def test_of_equally_worded_figures_the_one_phrased_as_the_question_answers() -> None:
-    from rag.answer.extractive import _word_pairs
+    from rag.answer.types.number import word_pairs as _word_pairs
 
     assert ("reduc", "number") in _word_pairs("It reduced the number of lines.")
     assert ("line", "drop") not in _word_pairs("Mislabelled lines, drop by 9%.")  # a clause ends at a comma
@@ -357,7 +357,7 @@ def test_of_equally_worded_figures_the_one_phrased_as_the_question_answers() -> 
 
 
 def test_capitalised_words_after_the_label_say_whose_figure_not_which() -> None:
-    from rag.answer.extractive import _label_continued
+    from rag.answer.types.number import label_continued as _label_continued
 
     assert _label_continued("By how much does Zeta Quick Tagging cut errors?", "Zeta").split() == ["Quick", "Tagging"]
     assert _label_continued("By how much does Zeta cut errors?", "Zeta") == ""

@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field
 
 from rag.answer.evidence import Vocabulary, candidates, chunk_sections, prose, question_terms
-from rag.answer.extractive import _names_something, figures
+from rag.answer.types.number import figures
+from rag.answer.types.words import names_something as _names_something
 
 
 @dataclass

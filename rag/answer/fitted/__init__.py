@@ -1,5 +1,5 @@
 """Constants fitted by the scripts in eval/ (`eval/fit_evidence.py` writes evidence.json, `eval/fit_retrieval.py`
-writes retrieval.json, `eval/fit_grid.py` writes grid.json, `eval/fit_lookup.py` writes lookup.json). They are
+writes retrieval.json, `eval/fit_grid.py` writes grid.json, `eval/fit_lookup.py` writes lookup.json, `eval/fit_answer.py` answer.json). They are
 package data: read through importlib.resources, so an installed wheel finds
 them; the fit scripts write them here, in the source tree."""
 
@@ -12,6 +12,7 @@ EVIDENCE = "evidence.json"
 RETRIEVAL = "retrieval.json"
 GRID = "grid.json"
 LOOKUP = "lookup.json"
+ANSWER = "answer.json"
 
 
 def read(name: str) -> str:

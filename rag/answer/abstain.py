@@ -1,0 +1,101 @@
+"""When the retrieved text does not carry what was asked: an ordered list of named checks, each returning the
+abstention sentence (the reason, as users read it) or None.
+
+`EVERY` runs on every question, first to last; `QUOTING` runs, after it, on the questions answered by quoting
+the best passages (not on a figure or names, whose answer types say "gives no figure" / "names no ..."
+themselves), and only when the question names no paper. The first reason found is the answer; the draft adds
+the closest papers to it (rag/answer/draft.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from rag import prompts
+from rag.answer.draft import full_text, no_match
+from rag.answer.evidence import Vocabulary
+from rag.answer.intent import Shape
+from rag.answer.types.context import Context
+from rag.answer.types.words import present
+from rag.corpus.labels import mentions
+from rag.text import stem, stems
+
+Check = Callable[[Context], "str | None"]
+SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
+FOREIGN_SHARE = 0.5  # a question is in another language when more than half its words are new to the corpus
+
+
+def missing_terms(ctx: Context) -> str | None:
+    """A question naming something no retrieved paper mentions is not answered by the nearest paper; when it
+    names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words). A long
+    question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
+    Metropolis-Hastings paper), not a question about something absent."""
+    intent, focus, pool, vocab = ctx.intent, ctx.focus, ctx.pool, ctx.vocab
+    missing = [t for t in intent.specific if not any(mentions(t, p.label) for p in focus) and not present(t, pool)
+               and (focus or intent.shape is Shape.COMPARISON or
+                    (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
+                     and (ctx.cands[0].prob < ctx.c.missing_below or len(intent.words) <= SHORT_QUESTION_WORDS
+                          or intent.shape in (Shape.DEFINITION, Shape.CONTRIBUTION, Shape.LIMITATION))))]
+    if not missing:
+        return None
+    template = prompts.ABSTAIN_MISSING_TERMS_TEXTS if any(full_text(p) for p in pool) else prompts.ABSTAIN_MISSING_TERMS
+    return template.format(terms=", ".join(f"“{t}”" for t in missing))
+
+
+def reader_below(ctx: Context) -> str | None:
+    """The reader finds no passage likely enough to answer (the threshold fitted on held-out folds,
+    rag/answer/calibration.py)."""
+    read = [x for x in ctx.passages if x.reading is not None]
+    if read and read[0].probability < ctx.ac.abstain_below:
+        return no_match(ctx.pool)
+    return None
+
+
+def foreign(question: str, vocab: Vocabulary) -> bool:
+    """Are most of the question's words (four letters or more) ones no indexed chunk uses? Then its nearest
+    sentences are near by chance. Corpus-derived, so a terse English claim ("Activated Cdk5 regulates neuronal
+    death") is not mistaken for another language."""
+    words = re.findall(r"[^\W\d_]{4,}", question.lower())
+    if len(words) < 3 or vocab.index is None:
+        return False
+    return sum(vocab.unseen(stem(w)) for w in words) > FOREIGN_SHARE * len(words)
+
+
+def foreign_question(ctx: Context) -> str | None:
+    """Mostly words the corpus never uses (a question in another language): the embedding model is English, so
+    the nearest sentence is near by chance, not evidence."""
+    return no_match([x.paper for x in ctx.cands]) if foreign(ctx.question, ctx.vocab) else None
+
+
+def short_topic(ctx: Context) -> str | None:
+    """A short topic question ("paper on quantum machine learning") must find its rarest word in the best
+    paper."""
+    intent, best = ctx.intent, ctx.cands[0]
+    words = list(intent.words)
+    if not words or len(words) > SHORT_QUESTION_WORDS or intent.every_paper or intent.shape is Shape.CLAIM:
+        return None
+    idf = ctx.vocab.idf(words)
+    top = max(idf.values())
+    rarest = {w for w in words if idf[w] == top}  # ties: any of them (never set order)
+    if rarest & (stems(best.paper.text) | stems(best.paper.label) | stems(best.paper.title)):
+        return None
+    return no_match([x.paper for x in ctx.cands])
+
+
+def weak_evidence(ctx: Context) -> str | None:
+    """No sentence is likely enough to be evidence (the evidence scorer's fitted threshold)."""
+    return no_match([x.paper for x in ctx.cands]) if ctx.cands[0].prob < ctx.c.abstain_below else None
+
+
+EVERY: tuple[Check, ...] = (missing_terms, reader_below)
+QUOTING: tuple[Check, ...] = (foreign_question, short_topic, weak_evidence)
+
+
+def first_reason(ctx: Context, checks: Sequence[Check]) -> str | None:
+    """The first check's reason to abstain, in order; None when every check passes."""
+    for check in checks:
+        reason = check(ctx)
+        if reason is not None:
+            return reason
+    return None
