@@ -21,7 +21,8 @@ from rag.answer.cite import check_answer
 from rag.answer.conversation import Resolution, TurnRecord, acceptable_rewrite, resolve
 from rag.answer.evidence import Vocabulary, vocabulary_for
 from rag.answer.draft import Draft
-from rag.answer.extractive import draft_answer
+from rag.answer.evidence import current_constants
+from rag.answer.extractive import draft_answer, prepare
 from rag.answer.lookup import lookup_rows
 from rag.answer.lookup import strength as lookup_strength
 from rag.answer.naming import named_papers
@@ -140,7 +141,8 @@ class Assistant:
         if generate and not generate_stream:
             prefetch = self._prefetch(retrieval)
             try:
-                raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings))
+                raw = complete(self.settings, answer_messages(q, retrieval.papers, self.settings,
+                                                              self._read_passages(q, retrieval)))
                 answer = self._finish_llm(q, retrieval, raw, prefetch)
             except LLMUnavailable as e:
                 answer = self._fallback(q, retrieval, e.reason)
@@ -148,7 +150,8 @@ class Assistant:
             parts: list[str] = []
             prefetch = self._prefetch(retrieval)
             try:
-                for delta in stream_answer(self.settings, answer_messages(q, retrieval.papers, self.settings)):
+                messages = answer_messages(q, retrieval.papers, self.settings, self._read_passages(q, retrieval))
+                for delta in stream_answer(self.settings, messages):
                     if not parts:
                         first_token_ms = (time.perf_counter() - t0) * 1000
                     parts.append(delta)
@@ -226,6 +229,15 @@ class Assistant:
         answer.timings_ms["answer_ms"] = (time.perf_counter() - t1) * 1000
         answer.timings_ms["total_ms"] = (time.perf_counter() - t0) * 1000
         return answer
+
+    def _read_passages(self, question: str, retrieval: Retrieval) -> list[tuple[str, str, str]]:
+        """(paper id, section, paragraph) of the passages the reader ranks best for the question, best first:
+        what an LLM is given of a full text too long for its context window (abstracts are given whole)."""
+        if not any(p.layout for p in retrieval.papers):
+            return []
+        prepared = prepare(question, retrieval, self.vocabulary(), current_constants(), reader=self.reader(),
+                           named=self.named(question))
+        return [(x.paper.paper_id, x.context, x.text) for x in prepared.passages if x.segment >= 0]
 
     def reader(self) -> ReaderRun:
         """The reader answers use (rag/read/model.py), loaded on first use and shared by every session."""

@@ -11,6 +11,11 @@ Each answer sentence is checked against the sources given for this question. Rul
    sentence naming another retrieved paper must cite it: claims attributed to the wrong paper are caught.
 5. The sentence must be close in meaning to some sentence of a cited source (cosine >= SEMANTIC_MIN, on the
    bare sentences); verbatim quotes pass at once. This catches fluent text the sources never said.
+6. Closeness is not agreement, so a sentence that is not a verbatim quote must also keep its source's sense:
+   no words added to a quoted sentence that the sources do not carry ("<the sentence>, but the paper was later
+   retracted"), no negation or "is false" framing the source sentence lacks (or a negation dropped), and no
+   comparison turned around ("full attention uses fewer tokens than RecMem" from "RecMem uses fewer tokens than
+   full attention"). Cosine cannot tell a sentence from its negation (0.9 and more on these).
 A sentence failing any rule is marked (or dropped, by setting); an answer left with no supported sentence
 becomes the abstention. No second LLM call: the check is deterministic and takes milliseconds.
 
@@ -243,6 +248,10 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
             # by construction (the extractive answer's every line), so rules 3 and 4 have nothing to check.
             checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
             continue
+        changed = _changes_quote(clean, quote, [by_n[n] for n in valid]) if quote is not None else None
+        if changed is not None:  # rule 6: a quoted sentence with words added or its sense turned
+            checks.append(SentenceCheck(shown, valid, False, changed, quote[1], quote[0]))
+            continue
         if quote is not None and _facts_missing(clean, [by_n[quote[0]]]) is None:
             # The quoted source alone holds the sentence's numbers and names, so every group below that contains
             # it would pass too: the same verdict, without scanning the other cited sources.
@@ -304,8 +313,9 @@ def _semantic(checks: list[SentenceCheck], pending: list[tuple[int, str, list[in
             if sims[j] > best:
                 best, best_n, best_sentence = float(sims[j]), n, by_n[n].sentences[j]
         ok = best >= SEMANTIC_MIN
-        checks[i].supported = ok
-        checks[i].reason = "semantic match" if ok else f"not close to any cited sentence ({best:.2f})"
+        turned = sense_kept(_clean, best_sentence) if ok else None
+        checks[i].supported = ok and turned is None
+        checks[i].reason = (turned or "semantic match") if ok else f"not close to any cited sentence ({best:.2f})"
         checks[i].evidence, checks[i].evidence_n, checks[i].similarity = best_sentence, best_n, max(best, 0.0)
 
 
@@ -391,12 +401,32 @@ def _keep_valid(m: re.Match[str], by_n: dict[int, SourceText]) -> str:
     return f"[{', '.join(kept)}]" if kept else ""
 
 
-_LABEL_PREFIX_RE = re.compile(r"^([^:“\"]{0,80}):\s*")
+# "RecMem: “...”", "No: training-free": a paper's label or a verdict before a quote (a label is at most a few
+# words: a clause before a colon is part of the statement, and may be what turns it around).
+_LABEL_PREFIX_RE = re.compile(r"^((?:[^\s:“\"]+\s+){0,7}[^\s:“\"]+):\s*")
+
+
+_VERDICTS = ("yes", "no")
+
+
+def _prefix(clean: str, labels: Collection[str]) -> re.Match[str] | None:
+    """The source's label or a yes/no verdict before a quote ("RecMem: “...”", "No: training-free"). Any other
+    words before a colon are part of the statement ("It is false: ...", "Safety challenges: ...")."""
+    m = _LABEL_PREFIX_RE.match(clean)
+    if m is None:
+        return None
+    head = m.group(1).strip().lower()
+    return m if head in _VERDICTS or any(head == label.strip().lower() for label in labels) else None
+
+
+def _unprefixed(clean: str, labels: Collection[str]) -> str:
+    m = _prefix(clean, labels)
+    return clean[m.end():] if m else clean
 
 
 def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tuple[int, str] | None:
     """The cited sentence an answer sentence quotes (ignoring quotes marks, label prefix, punctuation)."""
-    body = _norm(_LABEL_PREFIX_RE.sub("", clean))
+    body = _norm(_unprefixed(clean, [by_n[n].label for n in valid]))
     if len(body) < 20:
         return None
     for n in valid:
@@ -411,7 +441,7 @@ def _quoted_part(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> t
     contiguous part, word for word; only a specific part counts: a number with its unit or a name ("52%",
     "4B", "BRIGHT and BEIR"), or a dozen letters and digits. A bare number says nothing of what it counts ("The
     answer is: 10"), and a few common words are part of any sentence."""
-    rest = _LABEL_PREFIX_RE.sub("", clean).strip().rstrip(".")
+    rest = _unprefixed(clean, [by_n[n].label for n in valid]).strip().rstrip(".")
     if not rest or re.fullmatch(r"[-+]?[\d.,]+", rest):
         return None
     specific = bool(numbers(rest)) or bool(names_in(rest))
@@ -428,7 +458,7 @@ def _quoted_part(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> t
 
 def _whole_quote(clean: str, source: SourceText, sentence: str) -> bool:
     """The answer sentence is one whole sentence of the source, bare or after the source's own label."""
-    m = _LABEL_PREFIX_RE.match(clean)
+    m = _prefix(clean, [source.label])
     if m and m.group(1).strip() != source.label.strip():
         return False
     return _norm(clean[m.end():] if m else clean) == _norm(sentence)
@@ -452,3 +482,112 @@ def _assemble(checks: list[SentenceCheck], line_of: list[int], removed: list[int
         return CheckResult(text, checks, sorted(set(removed)), True)
     return CheckResult("\n".join(" ".join(v) for _, v in sorted(lines.items())), checks, sorted(set(removed)),
                        False)
+
+
+# --- rule 6: a sentence keeps its source's sense ---------------------------------------------------------------
+
+# English closed-class words that turn a statement into its denial; a sentence and its source must hold the same
+# ones (the same polarity). Judged on real pairs: SciFact's contradicting claims against their rationale
+# sentences, and the perturbation set of eval/perturbations.py (figures in docs/llm.md).
+NEGATIONS = frozenset("""not no never none nor neither cannot without false untrue incorrect wrong retracted
+    refuted disproved debunked unfounded fails failed fail unable lacks lack""".split())
+_WORDS_RE = re.compile(r"[a-z0-9]+(?:'t)?")
+# Comparative pivots: what stands before and after them is compared in one direction.
+_COMPARE_RE = re.compile(r"\b(?:than|outperforms?|outperformed|surpass(?:es|ed)?|exceeds?|exceeded|beats?|beat)\b",
+                         re.I)
+ADDED_WORDS = 2  # content words an answer may add to a sentence it quotes ("As the paper reports, ...")
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS_RE.findall(text.lower().replace("’", "'"))
+
+
+def polarity(text: str) -> tuple[str, ...]:
+    """The negation words of a text, each as often as it is written ("n't" counts as "not"): a double
+    negation is not the single one of its source."""
+    return tuple(sorted("not" if w.endswith("n't") else w for w in _words(text)
+                        if w in NEGATIONS or w.endswith("n't")))
+
+
+def added_words(clean: str, source: str, labels: Collection[str] = ()) -> list[str]:
+    """The content words an answer sentence holds beside a source sentence it contains word for word."""
+    words, inner = _words(_unprefixed(clean, labels)), _words(source)
+    i = _find(words, inner)
+    if i is None:
+        return []
+    rest = words[:i] + words[i + len(inner):]
+    return [w for w in rest if w not in STOPWORDS and not w.isdigit()]
+
+
+def _compared(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The content stems before and after a sentence's first comparative pivot, in its clause."""
+    m = _COMPARE_RE.search(text)
+    if not m:
+        return None
+    before = re.split(r"[,;:]", text[:m.start()])[-1]
+    after = re.split(r"[,;:.]", text[m.end():])[0]
+    return (frozenset(stem(w) for w in _words(before) if w not in STOPWORDS),
+            frozenset(stem(w) for w in _words(after) if w not in STOPWORDS))
+
+
+def swapped(clean: str, source: str) -> bool:
+    """Does the sentence turn its source's comparison around (what the source compares against is the sentence's
+    subject, and the other way round)?"""
+    a, s = _compared(clean), _compared(source)
+    if a is None or s is None:
+        return False
+    (a_before, a_after), (s_before, s_after) = a, s
+    return bool(a_after & s_before - s_after) and bool(a_before & s_after - s_before)
+
+
+def _changes_quote(clean: str, quote: tuple[int, str], cited: list[SourceText]) -> str | None:
+    """Rule 6 for a sentence that holds a source sentence word for word, or is a part of one: the words it adds
+    must be the cited sources' own and its sense the source sentence's; a part must not start right after a
+    negation the source puts before it ("... does not [use fewer tokens than full attention]")."""
+    labels = [src.label for src in cited]
+    words, inner = _words(_unprefixed(clean, labels)), _words(quote[1])
+    at = _find(inner, words)
+    if at is not None:  # a part of the source sentence
+        return "leaves out the negation before the quoted words" if polarity(" ".join(inner[max(0, at - 3):at])) \
+            else None
+    extra = added_words(clean, quote[1], labels)
+    if len(extra) > ADDED_WORDS:
+        known = {stem(w) for src in cited for w in _words(src.text + " " + src.label)}
+        new = [w for w in extra if stem(w) not in known]
+        if new:
+            return "adds to the quoted sentence what the cited sources do not say: " + ", ".join(dict.fromkeys(new))
+    return sense_kept(clean, quote[1])
+
+
+def _find(words: list[str], part: list[str]) -> int | None:
+    """Where `part` starts in `words` as a run of whole words (None when it is not one, or is all of it)."""
+    n = len(part)
+    if not n or n >= len(words):
+        return None
+    return next((i for i in range(len(words) - n + 1) if words[i:i + n] == part), None)
+
+
+_CLAUSE_RE = re.compile(r"[,;:]|\b(?:but|although|though|while|whereas|despite|yet)\b", re.I)
+
+
+def _same_polarity(clean: str, source: str) -> bool:
+    """As many negations as the source sentence, or as its clause that shares most of the sentence's words (a
+    paraphrase of one clause leaves the other clauses' negations out: "women are at higher risk" from "although
+    gender may not be predictive ..., women appear to be at increased risk"). Counted, not matched: "no effect"
+    says what "did not affect" says."""
+    n = len(polarity(clean))
+    if n == len(polarity(source)):
+        return True
+    own = {stem(w) for w in _words(clean) if w not in STOPWORDS}
+    clauses = [c for c in _CLAUSE_RE.split(source) if c.strip()]
+    best = max(clauses, key=lambda c: len(own & {stem(w) for w in _words(c) if w not in STOPWORDS}), default="")
+    return n == len(polarity(best))
+
+
+def sense_kept(clean: str, source: str) -> str | None:
+    """Rule 6: why the sentence does not keep the sense of the source sentence it matches, or None."""
+    if not _same_polarity(clean, source):
+        return "negates or denies what the cited sentence says"
+    if swapped(clean, source):
+        return "turns the cited sentence's comparison around"
+    return None

@@ -16,7 +16,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
@@ -205,14 +205,27 @@ def explain(error: BaseException, settings: Settings) -> str:
     return f"the LLM at {where} failed ({type(error).__name__})"
 
 
-def source_texts(papers: list[PaperHit], budget_tokens: int) -> list[str]:
-    """The text of each source, shortened to its most relevant sentences when they do not all fit."""
+def source_texts(papers: list[PaperHit], budget_tokens: int,
+                 passages: Sequence[tuple[str, str, str]] = ()) -> list[str]:
+    """The text of each source, shortened when they do not all fit: to the passages the reader ranked best
+    (`passages`: (paper id, section, paragraph), best first; each kept whole, with its section), else to its
+    sentences closest to the question."""
     full = [p.text for p in papers]
     if sum(len(t) for t in full) <= budget_tokens * CHARS_PER_TOKEN:
         return full
     per_paper = budget_tokens * CHARS_PER_TOKEN // max(1, len(papers))
     out = []
     for p in papers:
+        own = [(section, text) for pid, section, text in passages if pid == p.paper_id]
+        if own:
+            kept: list[str] = []
+            for section, text in own:
+                piece = f"§{section}: {text}" if section else text
+                if kept and sum(len(k) for k in kept) + len(piece) > per_paper:
+                    break
+                kept.append(piece)
+            out.append("\n".join(kept))
+            continue
         scored = [(c.cosine, i, s) for i, c in enumerate(p.chunks) for s in split_sentences(c.text)]
         keep: set[int] = set()
         size = 0
@@ -225,12 +238,14 @@ def source_texts(papers: list[PaperHit], budget_tokens: int) -> list[str]:
     return out
 
 
-def answer_messages(question: str, papers: list[PaperHit], settings: Settings) -> list[ChatMessage]:
-    """System rules plus the numbered sources and the question, sized to the model's context window."""
+def answer_messages(question: str, papers: list[PaperHit], settings: Settings,
+                    passages: Sequence[tuple[str, str, str]] = ()) -> list[ChatMessage]:
+    """System rules plus the numbered sources and the question, sized to the model's context window (full texts
+    cut to the passages the reader ranked best)."""
     from llama_index.core.llms import ChatMessage, MessageRole
 
     budget = settings.llm_context_window - settings.llm_max_tokens - 400
-    texts = source_texts(papers, max(200, budget))
+    texts = source_texts(papers, max(200, budget), passages)
     blocks = [prompts.SOURCE_BLOCK.format(n=i, label=p.label, paper_id=p.paper_id,
                                           text=_defang(t)) for i, (p, t) in enumerate(zip(papers, texts), 1)]
     return [ChatMessage(role=MessageRole.SYSTEM, content=prompts.ANSWER_SYSTEM),

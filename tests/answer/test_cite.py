@@ -211,3 +211,62 @@ def test_unlabelled_uncited_quote_of_exactly_one_source_is_repaired() -> None:
     assert not r.checks[0].supported and not r.checks[0].repaired  # which paper said it is not decidable
     paraphrase = check_answer("It stays stable for 1,800 test steps.", SWAPPED, embed=fake_embed, repair_to=[1, 2])
     assert not paraphrase.checks[0].supported  # unlabelled and not a quote: not attributable
+
+
+# --- rule 6: a sentence keeps its source's sense (issue cases, on the real embedding model's near-1 cosines) ---
+
+STABLE = "It also remains stable over 1,800 test steps."
+TOKENS = RECMEM.sentences[1]
+
+
+@pytest.mark.parametrize("answer, kept", [
+    (f"RecMem [1]: “{TOKENS}”", True),                                     # the quote itself
+    ("RecMem remains stable over 1,800 test steps [1].", True),            # its words, its sense
+    (TOKENS.rstrip(".") + ", but the paper was later retracted because none of its results could be "
+     "reproduced [1].", False),                                            # an invented clause attached
+    ("RecMem does not use fewer decoder-side tokens than full attention [1].", False),   # negated
+    ("Full attention uses 5.6x fewer decoder-side tokens than RecMem [1].", False),      # comparison swapped
+    ("The claim that RecMem remains stable over 1,800 test steps is false [1].", False),  # "is false" framing
+    ("It is not the case that it also remains stable over 1,800 test steps [1].", False),
+    ("False: it also remains stable over 1,800 test steps [1].", False),   # a denying prefix is no label
+    ("RecMem [1]: uses 5.6x fewer decoder-side tokens than full attention", True),        # a part of it
+])
+def test_a_sentence_must_keep_its_sources_sense(answer: str, kept: bool) -> None:
+    def near(texts: list[str]) -> list[list[float]]:
+        """Bag-of-words vectors: a sentence and its denial share most words, so they are close, as under cosine."""
+        import zlib
+
+        out = []
+        for t in texts:
+            v = [0.0] * 64
+            for w in t.lower().replace(",", " ").replace(".", " ").split():
+                v[zlib.crc32(w.encode()) % 64] += 1.0
+            n = sum(x * x for x in v) ** 0.5 or 1.0
+            out.append([x / n for x in v])
+        return out
+
+    r = check_answer(answer, [RECMEM], embed=near)
+    assert all(c.supported for c in r.checks) is kept, [c.reason for c in r.checks]
+
+
+@pytest.mark.parametrize("text, negations", [
+    ("It remains stable.", ()), ("It does not remain stable.", ("not",)), ("It isn't stable.", ("not",)),
+    ("It is not stable without not training.", ("not", "not", "without")), ("The claim is false.", ("false",)),
+])
+def test_polarity_counts_each_negation(text: str, negations: tuple[str, ...]) -> None:
+    from rag.answer.cite import polarity
+
+    assert polarity(text) == tuple(sorted(negations))
+
+
+@pytest.mark.parametrize("answer, source, turned", [
+    ("Beta is faster than Alpha.", "Alpha is faster than Beta.", True),
+    ("Alpha is faster than Beta.", "Alpha is faster than Beta.", False),
+    ("Self-distillation outperforms RLRT on math.", "RLRT outperforms self-distillation on math.", True),
+    ("RLRT beats self-distillation.", "RLRT outperforms self-distillation on math.", False),
+    ("Alpha is fast.", "Alpha is faster than Beta.", False),
+])
+def test_a_swapped_comparison_is_seen(answer: str, source: str, turned: bool) -> None:
+    from rag.answer.cite import swapped
+
+    assert swapped(answer, source) is turned
