@@ -69,6 +69,20 @@ def safe_url(url: str) -> str:
     return u if parsed.scheme in ("http", "https") and parsed.netloc and not re.search(r"\s", u) else ""
 
 
+def upload_target(folder: Path, name: str, source: Path) -> Path:
+    """Where an uploaded file is kept: its own name, unless an earlier upload of other content has it, then
+    "name (2).ext", "name (3).ext", ... An upload never replaces another (whose papers would be removed); the
+    same content uploaded again is found under the name it has."""
+    import filecmp
+
+    stem, suffix = Path(name).stem, Path(name).suffix
+    for n in range(1, 10_000):
+        target = folder / (name if n == 1 else f"{stem} ({n}){suffix}")
+        if not target.exists() or filecmp.cmp(target, source, shallow=False):  # compared in blocks, bounded
+            return target
+    raise PapersError(f"{name}: too many uploads with this name")
+
+
 FIRST_WORDS = 8  # words of the abstract that name an untitled paper in the scope picker
 
 
@@ -668,8 +682,12 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                 if not name or name.startswith("."):
                     lines.append(f"skipped: {name or '(no name)'}: hidden or unnamed file")
                     continue
-                shutil.copyfile(str(f), dest / name)
-                copied.append(dest / name)
+                target = upload_target(dest, name, Path(str(f)))
+                if target.exists():  # the same file uploaded before: ingesting it again changes nothing
+                    lines.append(f"{name}: already uploaded as {target.name}")
+                else:
+                    shutil.copyfile(str(f), target)
+                copied.append(target)
             before = backend.catalog().version
             changed = False
             for i, path in enumerate(copied):

@@ -254,11 +254,19 @@ def _title_key(title: str) -> str:
     return " ".join(re.findall(r"\w+", "".join(c for c in folded if not unicodedata.combining(c))))
 
 
+def _first_author(p: Paper) -> str:
+    """The first author's family name, folded like titles ("" when the input gave no authors)."""
+    first = re.split(r"\s*(?:,|;|\band\b)\s*", p.authors.strip())[0] if p.authors.strip() else ""
+    return _title_key(first.split()[-1]) if first.split() else ""
+
+
 class _SamePaper:
     """The papers read so far by DOI and by normalised title, to tell when another file has the same paper.
 
-    Same DOI (case-insensitive) is the same paper. Same title is the same paper unless the two disagree on
-    the DOI or on the year (a reprint, an erratum, a chapter sharing a book's title).
+    Same DOI (case-insensitive) is the same paper. A title alone never is ("Summary", "Editorial" and
+    "Corresponding Author:" head many papers): the same title is the same paper when the first author's family
+    name agrees too, and neither the DOI nor the year disagrees (a reprint, an erratum, a chapter sharing a
+    book's title). `twin` finds a same-titled paper that is not the same, to say both were kept.
     """
 
     def __init__(self) -> None:
@@ -270,9 +278,14 @@ class _SamePaper:
             return self.by_doi[p.doi.lower()], f"same DOI ({p.doi}) as"
         for q in self.by_title.get(_title_key(p.title), []) if p.title else []:
             if not (p.doi and q.doi and p.doi.lower() != q.doi.lower()) and not (p.year and q.year
-                                                                                  and p.year != q.year):
-                return q, "same title as"
+                                                                                  and p.year != q.year) \
+                    and _first_author(p) and _first_author(p) == _first_author(q):
+                return q, "same title and first author as"
         return None
+
+    def twin(self, p: Paper) -> Paper | None:
+        """A paper read before with the same title (that `find` did not call the same paper)."""
+        return next(iter(self.by_title.get(_title_key(p.title), [])), None) if p.title else None
 
     def add(self, p: Paper) -> None:
         if p.doi:
@@ -319,6 +332,9 @@ def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
                     continue
                 duplicates.append(f"{_named(p)}: {what} {_named(first)}; both kept (a full text and a "
                                   "reference entry)")
+            elif (twin := same_paper.twin(p)) is not None:
+                duplicates.append(f"{_named(p)}: same title as {_named(twin)}; both kept (a title alone does not "
+                                  "make them one paper)")
             by_hash[p.content_hash] = p
             by_id[p.paper_id] = p
             same_paper.add(p)

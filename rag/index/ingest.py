@@ -14,7 +14,6 @@ store instead of deriving it, so nothing a killed ingest wrote is ever served st
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,8 +29,8 @@ from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, inge
 from rag.index.paper_level import heading
 from rag.index.snapshot import Written, probe_ids
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, StoreError, writer_lock
-from rag.index.versions import (committed_index, ensure_local_index, publish_full_index, remove_other_versions,
-                                update_local_index)
+from rag.index.versions import (committed_index, ensure_local_index, index_digest, index_dir, publish_full_index,
+                                remove_other_versions, update_local_index)
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -111,6 +110,13 @@ def _under(key: str, roots: list[str]) -> bool:
     return any(key == r or key.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+def _id_taken(old: CatalogEntry, new: Paper, roots: list[str]) -> bool:
+    """Another paper with the indexed paper's explicit id, from another file that still exists and is not read
+    again now: indexing it would silently replace the first (an edit moved to another file re-reads both)."""
+    return old.content_hash != new.content_hash and old.source_key != _source_key(new.source) \
+        and not _under(old.source_key, roots) and Path(old.source_key).exists()
+
+
 def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool = False,
            embedder: BaseEmbedding | None = None, progress: bool | None = None) -> IngestReport:
     """Bring the index in line with the files under `paths` (default: settings.corpus_paths)."""
@@ -123,8 +129,15 @@ def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool
 REMOVED_FILE = "removed.json"
 
 
-def removed_papers(settings: Settings) -> dict[str, dict[str, str]]:
-    """The papers `papers remove` took out: id -> {"source_key", "label", "title"}."""
+def removed_papers(settings: Settings, store: Store | None = None) -> dict[str, dict[str, str]]:
+    """The papers `papers remove` took out: id -> {"source_key", "label", "title"}. They are kept in the store
+    (shared by every data dir using a `chroma run` server); a data dir's older REMOVED_FILE is read beside it."""
+    if store is None and (settings.chroma_host or settings.chroma_dir.exists()):
+        store = Store.open(settings, create=True)
+    return _removed_file(settings) | (store.removed() if store is not None else {})
+
+
+def _removed_file(settings: Settings) -> dict[str, dict[str, str]]:
     path = settings.data_dir / REMOVED_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -138,11 +151,10 @@ def removed_papers(settings: Settings) -> dict[str, dict[str, str]]:
 
 
 def _write_removed(settings: Settings, removed: dict[str, dict[str, str]]) -> None:
-    path = settings.data_dir / REMOVED_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{REMOVED_FILE}.tmp")
-    tmp.write_text(json.dumps(removed, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)  # whole or not at all
+    """The removals into the store (one write of its metadata); the data dir's older file, now read into them,
+    is retired."""
+    Store.open(settings, create=True).set_removed(removed)
+    (settings.data_dir / REMOVED_FILE).unlink(missing_ok=True)
 
 
 def remove(settings: Settings, paper_ids: list[str], *, undo: bool = False, embedder: BaseEmbedding | None = None,
@@ -205,7 +217,7 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
                  known_label=lambda content_hash, title: labels.get((content_hash, title)))
     report.phases["scan_s"] = time.perf_counter() - t
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
-    excluded = removed_papers(settings)
+    excluded = removed_papers(settings, store)
     kept = [p for p in found.papers if p.paper_id not in excluded]
     if len(kept) < len(found.papers):  # their files still hold them: left out as if the files did not
         n = len(found.papers) - len(kept)
@@ -217,8 +229,14 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     # Diff the scan against the catalog.
     to_embed: list[Paper] = []
     relocate: list[Paper] = []
-    for p in found.papers:
+    roots = [_source_key(str(p)) for p in paths]
+    for p in list(found.papers):
         old = catalog.get(p.paper_id)
+        if old is not None and _id_taken(old, p, roots):
+            report.problems.append(f"{p.source}#{p.position}: id {p.paper_id!r} is already used by another paper "
+                                   f"({old.source}#{old.position}, {old.label}); not indexed: give it its own id")
+            found.papers.remove(p)
+            continue
         if old is None:
             to_embed.append(p)
             report.added.append(p.paper_id)
@@ -237,7 +255,6 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     # Files that could not be read keep their papers: a damaged file must not empty the index. In a file with
     # some bad lines, only a paper indexed from one of those lines is kept (what the line holds now is unknown);
     # the good lines are current, so an edited paper's old version goes.
-    roots = [_source_key(str(p)) for p in paths]
     seen_ids = {p.paper_id for p in found.papers}
     unreadable = {_source_key(str(r.path)) for r in found.files if r.failed}
     bad_at = {_source_key(str(r.path)): r.bad_positions for r in found.files if r.bad_positions}
@@ -294,7 +311,8 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
                                set(report.relocated), version=target, previous=previous, written=written)
         else:
             publish_full_index(settings, store, target)
-        store.commit(target)
+        folder = index_dir(settings, target)
+        store.commit(target, index_digest(folder) if folder.exists() else "")
         remove_other_versions(settings, keep={target, previous_version})
     else:
         ensure_local_index(settings, store, load=False)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -353,15 +354,14 @@ class Store:
 
     @staticmethod
     def destroy(settings: Settings) -> str | None:
-        """Remove the index for a rebuild. A local store directory is moved aside, never deleted outright."""
+        """Remove the index for a rebuild. A local store directory is moved aside, never deleted outright; the
+        collections of a shared `chroma run` server are never deleted (every process serving them would lose
+        its papers, and no copy could be kept): a rebuild there goes to a new collection name."""
         if settings.chroma_host:
-            client = _client(settings)
-            for name in (f"{settings.collection}_chunks", f"{settings.collection}_papers"):
-                try:
-                    client.delete_collection(name)
-                except Exception:  # not there: nothing to remove
-                    pass
-            return None
+            raise StoreError(f"`--rebuild` is refused on the shared Chroma server at {settings.chroma_host}: it "
+                             f"would delete the collections '{settings.collection}_*' that every process using the "
+                             "server reads. Ingest into a new collection instead (PAPERS_COLLECTION=<new name> papers "
+                             "ingest), then point the servers at it.")
         if settings.chroma_dir.exists():
             aside = settings.chroma_dir.with_name(f"chroma.old-{time.strftime('%Y%m%d-%H%M%S')}")
             shutil.move(str(settings.chroma_dir), str(aside))
@@ -382,6 +382,22 @@ class Store:
     def bump_version(self) -> str:
         return self.commit(uuid.uuid4().hex)
 
+    def removed(self) -> dict[str, dict[str, str]]:
+        """The papers `papers remove` took out (id -> source_key, label, title), kept in the store itself: every
+        data dir using a shared server sees the same removals."""
+        raw = (self.papers.metadata or {}).get("removed") or "{}"
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise StoreError("the store's list of removed papers is damaged: `papers remove --undo` cannot read "
+                             "it; run `papers doctor`") from None
+        return data if isinstance(data, dict) else {}
+
+    def set_removed(self, removed: dict[str, dict[str, str]]) -> None:
+        meta = dict(self.papers.metadata or {})
+        meta["removed"] = json.dumps(removed, ensure_ascii=False, sort_keys=True)
+        self.papers.modify(metadata=meta)
+
     @property
     def pending(self) -> str:
         """The version an unfinished ingest was writing ('' when the last ingest finished)."""
@@ -394,15 +410,22 @@ class Store:
         self.chunks.modify(metadata=meta)
         return meta["pending"]
 
-    def commit(self, version: str) -> str:
-        """The last write of an ingest: the new content version, and the pending marker cleared, at once."""
+    def commit(self, version: str, index_digest: str = "") -> str:
+        """The last write of an ingest: the new content version, the digest of its local index's texts (what
+        a reader checks before serving them, rag/index/versions.py) and the pending marker cleared, at once."""
         meta = dict(self.chunks.metadata or {})
         meta["version"] = version
         meta["pending"] = ""
+        meta["index_digest"] = index_digest
         if not meta.get("embed_dim"):
             meta["embed_dim"] = self._observed_dim()
         self.chunks.modify(metadata=meta)
         return version
+
+    @property
+    def index_digest(self) -> str:
+        """The digest the last ingest recorded for its local index ("" for stores written before it was kept)."""
+        return str((self.chunks.metadata or {}).get("index_digest", ""))
 
     def refresh(self) -> None:
         """Re-read the collections' metadata (another process may have committed a new version)."""

@@ -15,6 +15,7 @@ scoring a question's sentences never stems a corpus word, and a process keeps th
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -193,6 +194,28 @@ def _load_unpaused(folder: Path) -> LocalIndex:
                       np.load(folder / VECTORS_FILE, mmap_mode="r"), papers, paper_level=level, word_stems=words)
 
 
+def index_digest(folder: Path) -> str:
+    """A digest of what a local index serves: its chunk texts and paper records (sha256, read in blocks)."""
+    h = hashlib.sha256()
+    for name in (TABLE_FILE, PAPERS_FILE):
+        with open(folder / name, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:32]
+
+
+def verified(folder: Path, store: Store) -> bool:
+    """The saved index is the one the store's last ingest published (its texts unedited); a store that recorded
+    no digest (written before digests were kept) trusts it."""
+    recorded = store.index_digest
+    if not recorded:
+        return True
+    try:
+        return index_digest(folder) == recorded
+    except OSError:
+        return False
+
+
 def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> LocalIndex | None:
     """The local index for the store's current version: loaded from disk, or built and saved.
 
@@ -207,6 +230,10 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
     path = index_dir(settings, store.version)
     if path.exists() and not load:
         return None
+    if path.exists() and not verified(path, store):
+        # edited or damaged since the ingest published it: rebuilt from the store, never served as it is
+        logging.getLogger(__name__).warning("the local index %s does not match the store; rebuilding it", path)
+        shutil.rmtree(path, ignore_errors=True)
     if path.exists():
         try:
             index = _saved(path)

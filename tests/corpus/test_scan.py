@@ -143,14 +143,26 @@ def test_same_paper_in_two_exports_is_indexed_once_and_named(tmp_path: Path) -> 
     assert note.endswith("skipped, the first is indexed") and "zotero.org" not in note
 
 
-def test_same_title_is_the_same_paper_unless_year_or_doi_differ(tmp_path: Path) -> None:
+def test_same_title_and_first_author_is_the_same_paper_unless_year_or_doi_differ(tmp_path: Path) -> None:
     (tmp_path / "a.bib").write_text(exports.ZOTERO_BIB, encoding="utf-8")
-    ris = ("TY  - JOUR\nTI  - Glacier Calving Fronts from Sentinel-1 Radar, with Uncertainty\nPY  - {year}\n"
-           "AB  - A different abstract of the same glacier paper, long enough to be indexed on its own.\nER  - \n")
+    ris = ("TY  - JOUR\nTI  - Glacier Calving Fronts from Sentinel-1 Radar, with Uncertainty\nAU  - Silva, B.\n"
+           "PY  - {year}\nAB  - A different abstract of the same glacier paper, long enough to be indexed.\nER  - \n")
     (tmp_path / "b.ris").write_text(ris.format(year=2023), encoding="utf-8")
     found = scan([tmp_path], LIMIT, 20_000)
     assert len(found.papers) == 2 and len(found.duplicates) == 1
-    assert "b.ris#1" in found.duplicates[0] and "same title as" in found.duplicates[0]
+    assert "b.ris#1" in found.duplicates[0] and "same title and first author as" in found.duplicates[0]
     (tmp_path / "b.ris").write_text(ris.format(year=2019), encoding="utf-8")  # another paper of that name
     found = scan([tmp_path], LIMIT, 20_000)
-    assert len(found.papers) == 3 and not found.duplicates
+    assert len(found.papers) == 3 and "both kept" in found.duplicates[0]
+
+
+def test_a_title_alone_never_makes_two_papers_one(tmp_path: Path) -> None:
+    """SciFact has distinct papers titled "Summary": without another field in common, both are indexed."""
+    write_jsonl(tmp_path / "a.jsonl", [{"title": "Summary", "abstract": ABSTRACT},
+                                       {"title": "Summary", "abstract": "A second, different abstract about "
+                                                                        "cell biology and its measurements."}])
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 2
+    (note,) = found.duplicates
+    assert "a.jsonl#2 ('Summary'): same title as" in note and note.endswith("both kept (a title alone does not "
+                                                                            "make them one paper)")

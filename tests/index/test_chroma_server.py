@@ -64,3 +64,23 @@ def test_ingest_and_ask_through_chroma_server(tmp_path: Path, tiny_corpus: Path,
     client = chromadb.HttpClient(host=host, port=port)
     assert client.get_collection("papers_chunks").count() == sum(
         e.n_chunks for e in assistant.retriever.store.catalog().values())
+
+
+def test_a_shared_server_keeps_removals_and_refuses_a_rebuild(tmp_path: Path, tiny_corpus: Path, chroma_server,
+                                                              embedder) -> None:
+    from rag.index.ingest import remove
+    from rag.index.store import Store, StoreError
+
+    host, port = chroma_server
+    one = make_settings(tmp_path / "one", chroma_host=host, chroma_port=port)
+    other = make_settings(tmp_path / "other", chroma_host=host, chroma_port=port)
+    ingest(one, [tiny_corpus], embedder=embedder, progress=False)
+    gone = sorted(Store.open(one).catalog(with_text=False))[0]
+    remove(one, [gone], embedder=embedder, progress=False)
+    again = ingest(other, [tiny_corpus], embedder=embedder, progress=False)  # another data dir, same server
+    assert gone not in Store.open(other).catalog(with_text=False) and not again.added
+    back = remove(other, [gone], undo=True, embedder=embedder, progress=False)  # undone from the other side
+    assert back.added == [gone]
+    with pytest.raises(StoreError, match="refused on the shared Chroma server"):
+        ingest(one, [tiny_corpus], rebuild=True, embedder=embedder, progress=False)
+    assert gone in Store.open(one).catalog(with_text=False)  # nothing deleted

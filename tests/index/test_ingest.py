@@ -296,3 +296,35 @@ def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> Non
     assert second["total_papers"] == n and second["interrupted"] is False
     store = Store.open(settings)
     assert store.chunks.count() == sum(e.n_chunks for e in store.catalog().values())
+
+
+def test_the_same_id_in_another_file_is_reported_never_a_silent_replacement(tmp_path: Path,
+                                                                              counting_embedder) -> None:
+    settings = make_settings(tmp_path / "data")
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_jsonl(first, [{"id": "paper-1", "abstract": ABSTRACTS[0]}])
+    write_jsonl(second, [{"id": "paper-1", "abstract": ABSTRACTS[1]}])
+    ingest(settings, [first], embedder=counting_embedder, progress=False)
+    report = ingest(settings, [second], embedder=counting_embedder, progress=False)
+    assert not report.reembedded and not report.added
+    assert any("b.jsonl#1: id 'paper-1' is already used by another paper" in p for p in report.problems)
+    assert Store.open(settings).get_papers(["paper-1"])["paper-1"].source.endswith("a.jsonl")
+    first.unlink()  # the first file is gone: its id is free for the other paper
+    report = ingest(settings, [second], embedder=counting_embedder, progress=False)
+    assert report.reembedded == ["paper-1"] and not report.problems
+
+
+def test_an_edited_local_index_is_rebuilt_from_the_store_not_served(tmp_path: Path, tiny_corpus: Path,
+                                                                     counting_embedder) -> None:
+    from rag.index.versions import TABLE_FILE, ensure_local_index, index_dir
+
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    store = Store.open(s)
+    table = index_dir(s, store.version) / TABLE_FILE
+    data = json.loads(table.read_text())
+    original = data["texts"][0]
+    data["texts"][0] = original.replace(original.split()[-1], "9.9x")  # still a valid index, other words
+    table.write_text(json.dumps(data))
+    index = ensure_local_index(s, store)
+    assert index is not None and index.texts[0] == original
