@@ -19,12 +19,18 @@ from rag.errors import ConfigurationError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 _URL_CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+# A secret passed in a URL's query string (Azure's `?api-key=`, signed URLs' `sig=`, `token=`, `key=` ...).
+_QUERY_SECRET_RE = re.compile(r"(?i)([?&;](?:[\w.-]*?(?:key|token|secret|password|passwd|pwd|sig|signature|"
+                              r"credential|auth)[\w.-]*)=)[^&;#\s'\"]+")
 
 
 def redact(text: str) -> str:
-    """Text with the user:password part of every URL in it replaced by ***: URL settings may carry
-    credentials (a proxy's basic auth), and messages, logs and API fields show those URLs."""
-    return _URL_CREDENTIALS_RE.sub(r"\1***@", text) if "@" in text else text
+    """Text with the user:password part of every URL in it, and every secret in a URL's query string, replaced
+    by ***: URL settings may carry credentials (a proxy's basic auth, an `?api-key=`), and messages, logs and
+    API fields show those URLs."""
+    if "@" in text:
+        text = _URL_CREDENTIALS_RE.sub(r"\1***@", text)
+    return _QUERY_SECRET_RE.sub(r"\1***", text) if "=" in text else text
 
 
 class _RedactingRecords:
@@ -40,8 +46,10 @@ class _RedactingRecords:
             message = record.getMessage()
         except Exception:  # a broken format string is logging's to report, not ours
             return record
-        if "@" in message:
-            record.msg, record.args = redact(message), None
+        if "@" in message or "=" in message:
+            shown = redact(message)
+            if shown != message:
+                record.msg, record.args = shown, None
         if record.exc_info and not record.exc_text:  # a traceback quotes URLs too (e.g. httpx's status errors)
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
         return record
@@ -181,6 +189,8 @@ class Settings(BaseSettings):
     serve_port: int = Field(8000, ge=1, le=65535, description="Port of `papers serve` (OpenAI-compatible /v1 API).")
     serve_api_key: SecretStr | None = Field(None, description="Bearer token `papers serve` requires "
                                                               "(Authorization: Bearer KEY); unset means no auth.")
+    serve_max_body_mb: float = Field(1.0, gt=0, le=1024, description="Largest request body `papers serve` reads, "
+                                     "in MB (checked after the key, before a byte of the body is read).")
     serve_model: str = Field("papers", min_length=1, description="Model name `papers serve` lists at /v1/models and "
                                                                  "returns in its replies (any requested name works).")
 

@@ -89,7 +89,7 @@ def endpoint(settings: Settings) -> str:
 def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any = None) -> OpenAILike:
     from llama_index.llms.openai_like import OpenAILike
 
-    if "@" in (settings.openai_base_url or ""):
+    if "@" in (settings.openai_base_url or "") or "=" in (settings.openai_base_url or ""):
         redact_logs()
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else LOCAL_API_KEY
     return OpenAILike(

@@ -79,12 +79,13 @@ def _summary(e: CatalogEntry) -> dict[str, Any]:
 
 
 def paper_markdown(e: CatalogEntry) -> str:
-    """A paper resource's text: title, metadata lines, abstract."""
+    """A paper resource's text: title, metadata lines, abstract, made inert (`markdown_safe`): a client renders
+    the resource as Markdown, and an image or tag from an abstract must not be fetched or run."""
     lines = [f"# {e.title or e.label}", "", f"- id: {e.paper_id}", f"- label: {e.label}"]
     lines += [f"- {name}: {value}" for name, value in (("authors", e.authors), ("venue", e.venue), ("year", e.year),
                                                        ("doi", e.doi), ("key", e.key), ("url", e.url)) if value]
     lines += [f"- source: {e.source}#{e.position}", "", e.text]
-    return "\n".join(lines)
+    return markdown_safe("\n".join(lines))
 
 
 def _failed(message: str) -> CallToolResult:

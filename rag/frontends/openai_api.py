@@ -151,13 +151,70 @@ def usage(messages: list[ChatMessage], content: str) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+class Guard:
+    """Checks a request before the app reads its body (ASGI middleware): the key first (401 without reading a
+    byte), then the size: a declared Content-Length over the limit is refused at once (413), and a body sent
+    without one is read up to the limit and refused there. So an unauthenticated or oversized body never reaches
+    the JSON parser, and no request holds more than `max_bytes` of memory."""
+
+    def __init__(self, app: Any, secret: bytes | None, max_bytes: int) -> None:
+        self.app, self.secret, self.max_bytes = app, secret, max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        if self.secret is not None:
+            scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.secret):
+                await _error(401, prompts.SERVE_BAD_KEY, "invalid_api_key")(scope, receive, send)
+                return
+        declared = headers.get(b"content-length", b"")
+        if declared and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._too_large(scope, receive, send)
+            return
+        # The body, read here up to the limit and handed to the app whole (a body arriving without a length is
+        # cut off at the limit instead of growing without bound).
+        chunks: list[bytes] = []
+        received = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            received += len(chunks[-1])
+            if received > self.max_bytes:
+                await self._too_large(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        limit = f"{self.max_bytes / 2**20:g} MB"
+        await _error(413, f"request body too large (the limit is {limit}: PAPERS_SERVE_MAX_BODY_MB)",
+                     "request_too_large")(scope, receive, send)
+
+
 def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAPI:
-    """The FastAPI app (made per server; tests pass an Assistant they already hold)."""
+    """The FastAPI app (made per server; tests pass an Assistant they already hold), behind the `Guard`."""
     holder = AssistantHolder(settings, assistant)
     conversations = Conversations()
     app = FastAPI(title="papers: OpenAI-compatible chat endpoint", docs_url=None, redoc_url=None)
     app.state.holder = holder
     secret = settings.serve_api_key.get_secret_value().encode() if settings.serve_api_key else None
+    app.add_middleware(Guard, secret=secret, max_bytes=int(settings.serve_max_body_mb * 2**20))
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, e: ApiError) -> JSONResponse:

@@ -33,3 +33,23 @@ def test_streamed_pieces_are_neutralised_across_boundaries() -> None:
             pieces = [HOSTILE[:cut]] + [HOSTILE[i:i + step] for i in range(cut, len(HOSTILE), step)]
             stream = MarkdownSafeStream()
             assert "".join(stream.feed(p) for p in pieces) + stream.flush() == markdown_safe(HOSTILE)
+
+
+def test_a_paper_resource_is_inert_markdown() -> None:
+    """An image or tag inside an abstract reaches a Markdown-rendering MCP client escaped (nothing fetched)."""
+    from rag.frontends.mcp_server import paper_markdown
+    from rag.index.store import CatalogEntry
+
+    entry = CatalogEntry(paper_id="p1", label="X", source="a.jsonl", position=1, content_hash="h", n_chunks=1,
+                         chunking="c", source_key="/a.jsonl", title="T",
+                         text="We study X. ![beacon](http://evil.example/x.png) <img src=http://evil.example/y.png>")
+    shown = paper_markdown(entry)
+    assert "\\![beacon]" in shown and "\\<img" in shown and "![beacon]" not in shown.replace("\\![", "")
+
+
+def test_query_string_secrets_are_redacted() -> None:
+    from rag.settings import redact
+
+    assert redact("https://x.azure.com/v1?api-key=S3CRET&deployment=a") == "https://x.azure.com/v1?api-key=***&deployment=a"
+    assert redact("http://u:p@h/v1?sig=abc") == "http://***@h/v1?sig=***"
+    assert redact("model=gpt-4o") == "model=gpt-4o"

@@ -163,3 +163,32 @@ def test_llm_mode_streams_through_the_endpoint(corpus_settings, llama_server: Ll
         text = "".join(c.choices[0].delta.content or "" for c in chunks)
         for c in last.model_extra["citations"]:
             assert f"[{c['n']}]" in text and c["paper_id"] in text.split("References:")[1]
+
+
+@pytest.mark.slow
+def test_the_key_and_the_size_are_checked_before_the_body_is_read(served: Served) -> None:
+    import http.client
+    from urllib.parse import urlparse
+
+    where = urlparse(served.url)
+
+    def post(body: bytes, headers: dict[str, str]) -> int:
+        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+        conn.request("POST", "/v1/chat/completions", body=body, headers=headers)
+        status = conn.getresponse().status
+        conn.close()
+        return status
+
+    assert post(b"{not json", {"Content-Type": "application/json"}) == 401   # no key: refused unread
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    assert post(b"{not json", auth) == 400
+    assert post(b"x" * (2 * 2**20), auth) == 413  # declared over the 1 MB limit
+
+    def chunked() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        for _ in range(40):
+            yield b"y" * 65536
+
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    conn.request("POST", "/v1/chat/completions", body=chunked(), headers=auth, encode_chunked=True)
+    assert conn.getresponse().status == 413
+    conn.close()
