@@ -6,14 +6,18 @@ Every field is described here; `.env.example` and docs/configuration.md list the
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import re
+import socket
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 from rag.errors import ConfigurationError
 
@@ -81,8 +85,9 @@ class Settings(BaseSettings):
         default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "papers-qa",
         description="Where derived model files (the ONNX export of the embedding model) are kept; shared by all "
                     "data dirs.")
-    corpus_paths: list[Path] = Field(
-        [Path("corpus")], description="Files or folders `papers ingest` reads when given no paths (JSON list).")
+    corpus_paths: Annotated[list[Path], NoDecode] = Field(
+        [Path("corpus")], description="Files or folders `papers ingest` reads when given no paths: a JSON list, or "
+                                      f"paths separated by '{os.pathsep}'.")
     collection: str = Field("papers", min_length=3, max_length=60, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]$",
                             description="Name prefix of the Chroma collections (chunks and paper catalog).")
     chroma_host: str | None = Field(None, validation_alias=_env("CHROMA_HOST"),
@@ -90,7 +95,7 @@ class Settings(BaseSettings):
                                                 "instead of the embedded store under data_dir.")
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("CHROMA_PORT"),
                              description="Chroma server port (with CHROMA_HOST).")
-    max_file_mb: float = Field(64, gt=0, description="Largest corpus file ingest will read, in MB.")
+    max_file_mb: float = Field(64, gt=0, le=4096, description="Largest corpus file ingest will read, in MB.")
     max_abstract_chars: int = Field(20_000, gt=100, description="Longest abstract accepted, in characters.")
     ingest_batch_papers: int = Field(128, ge=1, le=100_000,
                                      description="Papers embedded and written per ingest batch; a killed or "
@@ -171,7 +176,7 @@ class Settings(BaseSettings):
                                                     "http://127.0.0.1:8080/v1. Unset means api.openai.com.")
     llm_model: str = Field("gpt-4o-mini", description="Model name sent to the server.")
     llm_temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
-    llm_timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for the LLM before falling back.")
+    llm_timeout_s: float = Field(30.0, gt=0, le=3600, description="Seconds to wait for the LLM before falling back.")
     llm_max_tokens: int = Field(400, ge=16, description="Most tokens the LLM may generate per answer.")
     llm_context_window: int = Field(4096, ge=512, description="Context window of the model, in tokens.")
 
@@ -209,10 +214,54 @@ class Settings(BaseSettings):
             raise ValueError("must be 'user:password' (a user name, a colon, then a non-empty password)")
         return v
 
-    @field_validator("data_dir", "cache_dir")
+    @field_validator("data_dir", "cache_dir", mode="before")
     @classmethod
-    def _expand_home(cls, v: Path) -> Path:
+    def _a_usable_folder(cls, v: object) -> object:
+        if isinstance(v, str | Path):
+            if not str(v).strip():
+                raise ValueError("is empty: give a folder (the default is 'data')")
+            try:
+                path = Path(v).expanduser()
+            except RuntimeError as e:  # "~nosuchuser/x"
+                raise ValueError(f"cannot be expanded ({e})") from None
+            if path.exists() and not path.is_dir():
+                raise ValueError("is a file, not a folder")
+            return path
+        return v
+
+    @field_validator("corpus_paths", mode="before")
+    @classmethod
+    def _paths(cls, v: object) -> object:
+        """A JSON list, or paths separated by the OS path separator ("corpus", "corpus:more")."""
+        if isinstance(v, str):
+            text = v.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError as e:
+                    raise ValueError(f"is not a JSON list of paths ({e})") from None
+            return [p for p in text.split(os.pathsep) if p.strip()]
+        return v
+
+    @field_validator("retrieval_fit")
+    @classmethod
+    def _a_fit_file(cls, v: Path | None) -> Path | None:
+        if v is None:
+            return v
+        try:
+            data = json.loads(Path(v).expanduser().read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"is not a readable JSON file ({e})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("weights"), dict) or "k" not in data:
+            raise ValueError("is not a fit written by eval/fit_retrieval.py (needs 'weights' and 'k')")
         return Path(v).expanduser()
+
+    @model_validator(mode="after")
+    def _finite(self) -> Settings:
+        for name, value in self.__dict__.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"PAPERS_{name.upper()} must be a finite number, got {value}")
+        return self
 
     @property
     def chroma_dir(self) -> Path:
@@ -244,11 +293,26 @@ def load_settings(**overrides: object) -> Settings:
     overrides.setdefault("_env_file", os.environ.get("PAPERS_ENV_FILE", ".env"))
     try:
         return Settings(**overrides)
+    except SourceError as e:  # a value pydantic-settings could not even decode: it names the field, not the variable
+        m = re.search(r'field "(\w+)"', str(e))
+        name = f"PAPERS_{m.group(1).upper()}" if m else "a setting"
+        raise SettingsError(f"invalid settings:\n  {name}: cannot be read ({e})") from None
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
+            if not err["loc"]:  # a check of the whole object: its message names the variable
+                lines.append(str(err["msg"]).removeprefix("Value error, "))
+                continue
+            field = str(err["loc"][0])
             name = field.upper() if field.upper().startswith(("OPENAI_", "CHROMA_")) else f"PAPERS_{field.upper()}"
             shown = "***" if field in _SECRET_FIELDS else redact(repr(err.get("input")))
-            lines.append(f"{name}: {err['msg']} (got {shown})")
+            lines.append(f"{name}: {str(err['msg']).removeprefix('Value error, ')} (got {shown})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+
+
+def check_host(variable: str, host: str, port: int) -> None:
+    """A server's host must resolve before it starts: a typo otherwise fails deep in the server with no name."""
+    try:
+        socket.getaddrinfo(host, port)
+    except (OSError, UnicodeError) as e:
+        raise SettingsError(f"invalid settings:\n  {variable}: cannot resolve {host!r} ({e})") from None

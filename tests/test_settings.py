@@ -49,3 +49,36 @@ def test_secrets_never_appear_in_errors(monkeypatch: pytest.MonkeyPatch) -> None
         load_settings(_env_file=None)
     assert "s3cret" not in str(e.value)
     assert "s3cret" not in repr(load_settings(_env_file=None, top_k=2))
+
+
+@pytest.mark.parametrize("variable, value, says", [
+    ("PAPERS_CORPUS_PATHS", "[not json", "is not a JSON list of paths"),
+    ("PAPERS_MAX_FILE_MB", "inf", "less than or equal to 4096"),
+    ("PAPERS_LLM_TIMEOUT_S", "inf", "less than or equal to 3600"),
+    ("PAPERS_DATA_DIR", "", "is empty"),
+    ("PAPERS_DATA_DIR", "~nosuchuser-x7/data", "cannot be expanded"),
+    ("PAPERS_RETRIEVAL_FIT", "/dev/null", "is not a readable JSON file"),
+])
+def test_each_bad_setting_is_named(monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str) -> None:
+    from rag.settings import SettingsError
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as e:
+        load_settings(_env_file=None)
+    assert variable in str(e.value) and says in str(e.value)
+
+
+def test_a_data_dir_that_is_a_file_and_plain_corpus_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from rag.settings import SettingsError, check_host
+
+    (tmp_path / "f").write_text("x")
+    monkeypatch.setenv("PAPERS_DATA_DIR", str(tmp_path / "f"))
+    with pytest.raises(SettingsError, match="PAPERS_DATA_DIR: is a file, not a folder"):
+        load_settings(_env_file=None)
+    monkeypatch.setenv("PAPERS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PAPERS_CORPUS_PATHS", f"corpus{os.pathsep}more")
+    assert load_settings(_env_file=None).corpus_paths == [Path("corpus"), Path("more")]
+    with pytest.raises(SettingsError, match="PAPERS_UI_HOST: cannot resolve"):
+        check_host("PAPERS_UI_HOST", "no-such-host.invalid", 7860)

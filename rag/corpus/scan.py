@@ -30,6 +30,8 @@ from rag.text import clean_markup, stable_id
 # BibTeX, RIS and PDF (and CSL-JSON among .json files) are read by rag/corpus/readers/.
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json") + readers.SUFFIXES
 JSON_FIELDS = ("title", "id", "url", "authors", "venue", "year")
+MAX_ID_CHARS = 200
+_ID_RE = re.compile(r"[^\x00-\x1f\x7f]{1,%d}" % MAX_ID_CHARS)  # a blank id is read as none (the text's hash)
 MIN_ABSTRACT_CHARS = 40
 
 
@@ -50,7 +52,11 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
     seen: set[Path] = set()
     unique = []
     for f in files:
-        r = f.resolve()
+        try:
+            r = f.resolve()
+        except (RuntimeError, OSError) as e:  # a symlink loop ("Symlink loop from ..."), a dangling chain
+            problems.append(f"{display_path(f)}: cannot be read ({e}); skipped")
+            continue
         if r not in seen:
             seen.add(r)
             unique.append(f)
@@ -74,6 +80,11 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
         report.papers.clear()
         report.failed = True
         report.problems.append(f"{report.source}: out of memory while reading it; skipped")
+        return report
+    except RecursionError:  # JSON or markup nested thousands deep
+        report.papers.clear()
+        report.failed = True
+        report.problems.append(f"{report.source}: nested too deeply to read; skipped")
         return report
 
 
@@ -123,8 +134,14 @@ def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_char
         content_hash = stable_id(abstract)
         title = clean_markup(str(record["title"])) if record.get("title") else ""
         label = known_label(content_hash, title) if known_label else None
+        given_id = str(record.get("id") or "").strip()
+        if given_id and not _ID_RE.fullmatch(given_id):
+            report.problems.append(f"{where}: id {given_id[:40]!r}{'…' if len(given_id) > 40 else ''} is not a usable "
+                                   f"id (1-{MAX_ID_CHARS} printable characters, no spaces at the ends); skipped")
+            report.bad_positions.add(position)
+            continue
         report.papers.append(Paper(
-            paper_id=str(record.get("id") or content_hash).strip(),
+            paper_id=given_id or content_hash,
             text=cleaned,
             source=report.source,
             position=position,

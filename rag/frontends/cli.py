@@ -505,6 +505,7 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
     """Start the web UI: streaming cited chat, evidence panel, citation lookup, paper browser."""
     settings = _settings(ui_host=host, ui_port=port)
     _check_llm(settings)
+    _check_host("PAPERS_UI_HOST", settings.ui_host, settings.ui_port)
     from ui.app import launch
 
     typer.echo(f"Paper Q&A UI on http://{settings.ui_host}:{settings.ui_port} (Ctrl-C to stop)")
@@ -518,6 +519,8 @@ def mcp(http: bool = typer.Option(False, "--http", help="Serve streamable HTTP a
     """MCP server (Claude Desktop, Cursor, ...): tools ask, cite, list_papers, get_paper; papers:// resources."""
     settings = _settings(mcp_port=port)
     _check_llm(settings)
+    if http:
+        _check_host("PAPERS_MCP_HOST", settings.mcp_host, settings.mcp_port)
     from rag.frontends.mcp_server import run
 
     if http:  # stdout is the protocol channel in stdio mode: print nothing there
@@ -531,6 +534,7 @@ def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (defa
     """OpenAI-compatible endpoint: POST /v1/chat/completions (streaming or not), GET /v1/models."""
     settings = _settings(serve_host=host, serve_port=port)
     _check_llm(settings)
+    _check_host("PAPERS_SERVE_HOST", settings.serve_host, settings.serve_port)
     from rag.frontends.openai_api import run
 
     if not settings.serve_api_key and settings.serve_host not in ("127.0.0.1", "localhost", "::1"):
@@ -540,6 +544,15 @@ def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (defa
     typer.echo(f"OpenAI-compatible API on http://{settings.serve_host}:{settings.serve_port}/v1 ({auth}; "
                "Ctrl-C to stop)", err=True)
     run(settings)
+
+
+def _check_host(variable: str, host: str, port: int) -> None:
+    from rag.settings import check_host
+
+    try:
+        check_host(variable, host, port)
+    except PapersError as e:
+        _fail(str(e), e.exit_code)
 
 
 def _check_llm(settings: Settings) -> None:

@@ -166,3 +166,19 @@ def test_a_title_alone_never_makes_two_papers_one(tmp_path: Path) -> None:
     (note,) = found.duplicates
     assert "a.jsonl#2 ('Summary'): same title as" in note and note.endswith("both kept (a title alone does not "
                                                                             "make them one paper)")
+
+
+def test_hostile_files_get_one_line_each_and_the_good_ones_are_read(tmp_path: Path) -> None:
+    """A symlink loop, JSON nested 100,000 deep, a blank or unusable id: one clear line each, never an abort."""
+    (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")
+    (tmp_path / "b.txt").symlink_to(tmp_path / "a.txt")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    write_jsonl(tmp_path / "ids.jsonl", [{"id": "   ", "abstract": ABSTRACT},
+                                         {"id": "bad\x1bid", "abstract": ABSTRACT + " Another one."}])
+    write_jsonl(tmp_path / "good.jsonl", [{"abstract": "A good abstract that the scanner reads as usual today."}])
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 2  # the blank id is read as none (the text's hash); the good file
+    assert all(p.paper_id.strip() for p in found.papers)
+    problems = "\n".join(found.problems)
+    assert "a.txt: cannot be read (Symlink loop" in problems and "deep.json: nested too deeply to read" in problems
+    assert "ids.jsonl:2: id 'bad\\x1bid' is not a usable id" in problems
