@@ -38,7 +38,7 @@ from rag.settings import Settings
 from rag.text import split_sentences
 from ui.escape import esc, esc_plain
 from ui.export import chat_markdown, write_export
-from ui.login import LoginGuard
+from ui.login import ClientAddress, LoginGuard
 from ui.strength import Strength, Strengths
 
 log = logging.getLogger(__name__)
@@ -841,11 +841,13 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
 def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
     """Start the UI on the configured host and port (127.0.0.1 unless configured), with login if set."""
     demo = build_app(settings)
-    auth = None
-    if settings.ui_auth:  # validated as user:password by the settings; failed logins are slowed down
+    from starlette.middleware import Middleware
 
+    auth = None
+    if settings.ui_auth:  # validated as user:password by the settings; failed logins are slowed down per source
         user, _, password = settings.ui_auth.get_secret_value().partition(":")
         auth = LoginGuard(user, password).check
     demo.launch(server_name=settings.ui_host, server_port=settings.ui_port, auth=auth, css=CSS,
-                prevent_thread_lock=prevent_thread_lock, footer_links=["api"], quiet=True)
+                prevent_thread_lock=prevent_thread_lock, footer_links=["api"], quiet=True,
+                app_kwargs={"middleware": [Middleware(ClientAddress)]})
     return demo

@@ -197,8 +197,37 @@ def test_login_guard_slows_repeated_failures(monkeypatch: pytest.MonkeyPatch) ->
     first, queued, results, ok = asyncio.run(attempts())
     assert first < 0.05 and not any(results) and ok
     assert queued >= 0.05 + 0.1 + 0.2 + 0.4 - 0.02, queued  # doubling waits, one after another
-    assert guard.delay(USER) == 0.0  # a success resets the count
-    assert guard.delay("someone-else") == 0.0  # one user's failures do not slow another's first attempts
+    assert guard.delay() == 0.0  # a success resets the source's count
+
+
+def test_a_flood_from_elsewhere_never_locks_out_the_right_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrong logins for the owner's name from another address wait in their own queue; the owner's attempt from
+    its address waits at most the shared bound."""
+    import asyncio
+    import time
+
+    from ui import login
+
+    monkeypatch.setattr(login, "FIRST_DELAY_S", 0.05)
+    monkeypatch.setattr(login, "MAX_DELAY_S", 2.0)
+    guard = login.LoginGuard(USER, PASSWORD)
+
+    async def from_source(source: str, password: str) -> bool:
+        login.CLIENT.set(source)
+        return await guard.check(USER, password)
+
+    async def flood_then_owner() -> tuple[float, bool]:
+        attack = [asyncio.create_task(from_source("10.0.0.66", f"guess{i}")) for i in range(15)]
+        await asyncio.sleep(0.2)  # the flood is queued and waiting
+        t0 = time.monotonic()
+        ok = await from_source("10.0.0.1", PASSWORD)
+        took = time.monotonic() - t0
+        for task in attack:
+            task.cancel()
+        return took, ok
+
+    took, ok = asyncio.run(flood_then_owner())
+    assert ok and took <= login.SHARED_MAX_S + 0.2, took
 
 
 @pytest.mark.slow
