@@ -66,6 +66,23 @@ def clean_markup(raw: str) -> str:
     return collapse_whitespace(text)
 
 
+# Terminal escape sequences (colours, window titles, cursor moves) and the characters that reorder what a reader
+# sees (bidi overrides and isolates: U+202E shows "txt.exe" as "exe.txt"): stored text keeps them, shown text never.
+_ESCAPES_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
+                         r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+def inert_text(text: object, one_line: bool = False) -> str:
+    """Text from papers (or a model that read them) as it leaves the project (a terminal, /v1, MCP, an export):
+    escape sequences removed, other control characters and bidi controls shown as U+FFFD; newlines and tabs
+    kept, unless `one_line` (a field of a one-line row: a file name holding a newline must not split it)."""
+    s = _ESCAPES_RE.sub("", str(text))
+    keep = "" if one_line else "\n\t"
+    return "".join(ch if ch in keep or (unicodedata.category(ch) != "Cc" and ch not in _BIDI) else "\ufffd"
+                   for ch in s)
+
+
 def collapse_whitespace(text: str) -> str:
     r"""Runs of whitespace as one space, none at the ends: what `re.sub(r"\s+", " ", text).strip()` gives
     (`str.split` and the regex `\s` share Python's definition of whitespace), in a fifth of the time."""

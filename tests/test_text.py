@@ -121,3 +121,18 @@ def test_a_primed_word_table_gives_the_same_stems_without_stemming(monkeypatch) 
     monkeypatch.setattr(text, "_stems_of_word", lambda w: pytest.fail(f"{w!r} stemmed"))
     text.prime_word_stems(grown)
     assert [text.term_stems(t) for t in texts] == want
+
+
+@pytest.mark.parametrize("text, one_line, shown", [
+    ("plain text", False, "plain text"),
+    ("a\x1b[31mred\x1b[0m", False, "ared"),                      # a colour sequence removed
+    ("title\x1b]0;pwned\x07 x", False, "title x"),               # a window-title sequence removed
+    ("exe\u202etxt.exe", False, "exe\ufffdtxt.exe"),              # a bidi override shown, not obeyed
+    ("two\nlines\tand tab", False, "two\nlines\tand tab"),
+    ("file\nname.txt", True, "file\ufffdname.txt"),               # one row: a newline never splits it
+    ("bell\x07 and nul\x00", False, "bell\ufffd and nul\ufffd"),
+])
+def test_inert_text(text: str, one_line: bool, shown: str) -> None:
+    from rag.text import inert_text
+
+    assert inert_text(text, one_line) == shown

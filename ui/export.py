@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rag.schema import Answer, Citation
+from rag.text import inert_text
 
 EXPORT_DIR = "papers-ui-exports"  # under the system temp dir; Gradio serves the file from its own cache
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~$:])")  # links, images, emphasis, code, math, tables
@@ -23,7 +24,7 @@ _HTML = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;"}
 
 def md_escape(text: object) -> str:
     """Text for a Markdown file, shown literally: HTML characters as entities, Markdown punctuation escaped."""
-    out = _MD_SPECIAL.sub(r"\\\1", str(text if text is not None else "").translate(_HTML))
+    out = _MD_SPECIAL.sub(r"\\\1", inert_text(text if text is not None else "").translate(_HTML))
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2) if len(m.group(2)) == 1 else
                            m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], out)
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -19,6 +17,7 @@ import typer
 
 from rag.errors import PapersError, QuestionError
 from rag.schema import record
+from rag.text import inert_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,19 +48,14 @@ def _main(version: bool = typer.Option(False, "--version", callback=_show_versio
     """Ask questions about paper abstracts and get answers that cite the papers."""
 
 
-_CSI_OSC_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
-                         r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
 _C1_TO_JSON = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
 
 
 def terminal_safe(text: object) -> str:
-    """Text from papers (and LLM replies) as the terminal may show it: escape sequences (colours, window
-    titles, cursor moves) removed, other control characters shown as U+FFFD; newlines and tabs kept.
-
-    Only the output is cleaned: the stored text stays as it was read."""
-    s = str(text)
-    s = _CSI_OSC_RE.sub("", s)
-    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) != "Cc" else "\ufffd" for ch in s)
+    """Text from papers (and LLM replies) as the terminal may show it (rag.text.inert_text: escape sequences
+    removed, control and bidi characters shown as U+FFFD). Only the output is cleaned: the stored text stays as
+    it was read."""
+    return inert_text(text)
 
 
 def _echo(text: object = "", **kwargs: object) -> None:
@@ -443,7 +437,8 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
         if json_out:
             typer.echo(_json_line(record(r)))
         else:
-            _echo(f"{e.paper_id}  {e.label:<32} {e.source}#{e.position}")
+            _echo(f"{inert_text(e.paper_id, True)}  {inert_text(e.label, True):<32} "
+                  f"{inert_text(e.source, True)}#{e.position}")
             described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
                                                f"doi:{e.doi}" if e.doi else e.url) if p)
             if described:

@@ -10,6 +10,7 @@ import re
 
 from rag import prompts
 from rag.schema import Answer
+from rag.text import inert_text
 
 
 def with_references(answer: Answer) -> str:
@@ -26,8 +27,9 @@ _ACTIVE_MARKUP = re.compile(r"!\[|<(?=[A-Za-z/!?])")
 def markdown_safe(text: str) -> str:
     """Neutralise the Markdown/HTML that a chat client would act on (an image it would fetch, a tag) in text that
     comes from abstracts or from a model that read them: `![` and `<tag` get a backslash, which Markdown renders
-    as the plain character. Nothing else changes."""
-    return _ACTIVE_MARKUP.sub(lambda m: "\\" + m.group(0), text)
+    as the plain character; escape sequences, control and bidi characters are made inert (rag.text.inert_text).
+    Nothing else changes."""
+    return _ACTIVE_MARKUP.sub(lambda m: "\\" + m.group(0), inert_text(text))
 
 
 class MarkdownSafeStream:

@@ -11,6 +11,7 @@ field written twice (Zotero writes `doi` twice) is read with the first value and
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,9 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     from bibtexparser import middlewares as mw
     from bibtexparser.middlewares.parsestack import default_parse_stack
 
+    # bibtexparser logs each failed block with its raw lines on stderr: those are reported below as one line
+    # each, with the file and line, and raw lines of a user's file are not printed
+    logging.getLogger("bibtexparser").setLevel(logging.ERROR)
     text = read_text(path, max_bytes)
     keep_first, keep_verbatim = _middlewares()
     library = bibtexparser.parse_string(text, parse_stack=[

@@ -6,6 +6,7 @@ for the exports; DOIs (DO) and URLs (UR) are kept as written.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rag.corpus.records import CorpusError, FileReport
@@ -41,13 +42,38 @@ def _month(entry: dict) -> str:
     return ""
 
 
+_TAG_RE = re.compile(r"^([A-Z][A-Z0-9])  -")
+
+
+def close_records(text: str) -> tuple[str, int]:
+    """The text with an `ER  - ` line before each `TY  - ` that opens a reference while the one before it was
+    never ended (rispy would merge the two, the second's abstract lost), and how many were added."""
+    out: list[str] = []
+    open_record, added = False, 0
+    for line in text.split("\n"):
+        m = _TAG_RE.match(line)
+        tag = m.group(1) if m else ""
+        if tag == "TY":
+            if open_record:
+                out.append("ER  - ")
+                added += 1
+            open_record = True
+        elif tag == "ER":
+            open_record = False
+        out.append(line)
+    return "\n".join(out), added
+
+
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
     """References with an abstract (AB/N2) become records; others are reported by title."""
     import rispy
 
-    text = read_text(path, max_bytes)
+    text, added = close_records(read_text(path, max_bytes).replace("\r\n", "\n"))
+    if added:
+        report.warnings.append(f"{report.source}: {added} reference{'s' * (added != 1)} without an 'ER  - ' end "
+                               "line; each was ended where the next reference begins")
     try:
-        entries = rispy.loads(text.replace("\r\n", "\n"))
+        entries = rispy.loads(text)
     except Exception as e:  # rispy raises IOError/ValueError/KeyError with its own wording
         raise CorpusError(f"not a readable RIS file ({type(e).__name__}: {e})") from None
     if not entries:

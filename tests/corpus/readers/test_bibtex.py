@@ -168,3 +168,11 @@ def test_ingested_papers_export_their_bibliographic_fields(tmp_path: Path, embed
     for title in exports.FILES["Zotero.bib"][1]:
         assert got[title] == exports.FIELDS[title]
     assert not bibtexparser.parse_string(text).failed_blocks
+
+
+def test_a_broken_entry_is_one_line_and_its_raw_lines_are_not_printed(tmp_path: Path, capfd) -> None:  # noqa: ANN001
+    (tmp_path / "b.bib").write_text("@article{a,\n title={T},\n abstract={An abstract long enough to be read as a "
+                                    "paper by the reader.}\n}\n@article{broken title={X}\nSECRET-LOOKING RAW LINE\n")
+    report = read_file(tmp_path / "b.bib", 2**20, 20_000)
+    assert len(report.papers) == 1 and len(report.problems) == 1 and "unreadable BibTeX entry" in report.problems[0]
+    assert "RAW LINE" not in capfd.readouterr().err

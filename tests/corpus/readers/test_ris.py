@@ -54,3 +54,16 @@ def test_ris_month_from_the_publication_year_tag(tmp_path: Path) -> None:
     path.write_text(SCHOLAR_RIS.replace("Y1  - 2025", "Y1  - 2025/07//"), encoding="utf-8")
     (lora,) = read_file(path, 2**20, 20_000).papers
     assert lora.year == "2025" and lora.month == "7"
+
+
+def test_a_reference_without_an_end_line_is_not_merged_into_the_next(tmp_path: Path) -> None:
+    from rag.corpus.readers import ris
+    from rag.corpus.records import FileReport
+
+    text = ("TY  - JOUR\nTI  - First Paper\nAB  - The first abstract, long enough to be indexed as a paper.\n"
+            "TY  - JOUR\nTI  - Second Paper\nAB  - The second abstract, long enough to be indexed as well.\nER  - \n")
+    (tmp_path / "two.ris").write_text(text)
+    report = FileReport(tmp_path / "two.ris", "two.ris")
+    records = ris.read(tmp_path / "two.ris", 2**20, report)
+    assert [r["title"] for _, r in records] == ["First Paper", "Second Paper"]
+    assert "1 reference without an 'ER  - ' end line" in report.warnings[0]
