@@ -10,16 +10,14 @@ its hard negative and every other passage of the batch; scale 20, as sentence-tr
 exported to ONNX with mean pooling and normalisation in the graph and quantised to int8 (onnxruntime,
 per-channel weights).
 
-Two small models are fitted on its vectors (scikit-learn): the calibration that turns a cosine into the
-probability that the passage answers (a logistic fitted on the held-out fold's question x paragraph pairs; the
-shipped model trained on every fold takes a fold run's calibration, --calibration-from), and the yes head
-(a logistic over the product and difference of question and passage vectors, on QASPER yes/no answers and
-SciFact supporting/contradicting rationales of the training folds).
+The calibration that turns a cosine into the probability that the passage answers is a logistic (scikit-learn)
+fitted on the held-out fold's question x paragraph pairs; the shipped model, trained on every fold, takes a fold
+run's calibration (--calibration-from).
 
-Held-out figures (folds given by --holdout, by paper / claim / question, never trained on), each beside the
-untuned model's: QASPER evidence-F1 of the top-ranked paragraph of each answerable question (every paragraph
-of its paper ranked, as the official evaluation reads one passage), SciFact rationale-at-1 among the cited
-abstract's sentences, and the yes head's accuracy.
+Held-out figures (folds given by --holdout, by paper / claim / question, never trained on), beside the bundled
+model's (all six layers, untuned, as the first stage uses it): QASPER evidence-F1 of the top-ranked paragraph of
+each answerable question (every paragraph of its paper ranked, as the official evaluation reads one passage) and
+SciFact rationale-at-1 among the cited abstract's sentences.
 """
 
 from __future__ import annotations
@@ -39,8 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from eval import qasper  # noqa: E402
-from eval.reader_data import (Triplet, Verdict, contexts, digest, held, qasper_data, scifact_data,  # noqa: E402
-                              seed_data)
+from eval.reader_data import Triplet, contexts, digest, held, qasper_data, scifact_data, seed_data  # noqa: E402
 from rag.read.passages import passage_text  # noqa: E402
 
 SEED = 13
@@ -182,41 +179,11 @@ def calibration(encode: Encode, papers: list[qasper.Paper]) -> dict[str, float]:
         gold = {e for r in q.references for e in r.evidence}
         xs += list(encode(texts) @ encode([q.question])[0])
         ys += [int(t in gold) for t in p.paragraphs]
+    if len(set(ys)) < 2:  # a held-out fold without both kinds of pair (a tiny --limit run): no calibration
+        return {"scale": 1.0, "bias": 0.0, "pairs": len(xs), "positives": int(sum(ys))}
     model = LogisticRegression(C=100.0).fit(np.asarray(xs).reshape(-1, 1), ys)
     return {"scale": float(model.coef_[0][0]), "bias": float(model.intercept_[0]), "pairs": len(xs),
             "positives": int(sum(ys))}
-
-
-def _yes_features(encode: Encode, verdicts: list[Verdict]) -> Any:
-    import numpy as np
-
-    q = encode([v.question for v in verdicts])
-    p = encode([v.passage for v in verdicts])
-    return np.concatenate([p * q, np.abs(p - q)], axis=1)
-
-
-def yes_head(encode: Encode, train: list[Verdict], test: list[Verdict]) -> tuple[dict[str, Any], dict[str, float]]:
-    """The yes head fitted on `train` verdicts, and its accuracy on `test` (beside always answering the
-    training majority)."""
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-
-    y = np.asarray([v.yes for v in train], dtype=int)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit(_yes_features(encode, train), y)
-    head = {"weights": [round(float(w), 6) for w in model.coef_[0]], "bias": float(model.intercept_[0]),
-            "examples": len(train)}
-    figures: dict[str, float] = {}
-    if test:
-        pred = model.predict(_yes_features(encode, test))
-        truth = np.asarray([v.yes for v in test], dtype=int)
-        majority = int(y.mean() >= 0.5)
-        for source in ("qasper", "scifact"):
-            rows = [i for i, v in enumerate(test) if v.source == source]
-            if rows:
-                figures[f"{source}_yes_no_accuracy"] = float((pred[rows] == truth[rows]).mean())
-                figures[f"{source}_yes_no_majority"] = float((truth[rows] == majority).mean())
-                figures[f"{source}_yes_no_n"] = len(rows)
-    return head, figures
 
 
 def scifact_rationale_at_1(encode: Encode, folder: Path, holdout: set[int], limit: int | None = None
@@ -271,14 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     holdout = {int(x) for x in args.holdout.split(",") if x.strip()}
     rng = random.Random(SEED)
     papers = qasper.load(args.qasper)[:args.limit]
-    q_trip, q_verd = qasper_data(papers, rng)
-    s_trip, s_verd = scifact_data(scifact_dir, rng, args.limit)
-    triplets = q_trip + s_trip + seed_data(args.questions, args.corpus, rng)
+    triplets = qasper_data(papers, rng) + scifact_data(scifact_dir, rng, args.limit) + \
+        seed_data(args.questions, args.corpus, rng)
     train_trip, _ = held(triplets, holdout)
-    train_verd, test_verd = held(q_verd + s_verd, holdout)
     rng.shuffle(train_trip)
     counts = {s: sum(t.source == s for t in train_trip) for s in ("qasper", "scifact", "seed")}
-    print(f"training triplets: {len(train_trip)} {counts}; yes/no verdicts {len(train_verd)}", flush=True)
+    print(f"training triplets: {len(train_trip)} {counts}", flush=True)
     held_papers = [p for p in papers if qasper.fold_of(p.id) in holdout]
     figures: dict[str, Any] = {}
     net = build_encoder(args.layers)
@@ -298,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "format": "ONNX, int8 weights (onnxruntime dynamic quantisation, per channel), mean pooling in the graph",
         "epochs": args.epochs, "lr": args.lr, "batch": args.batch, "training_triplets": len(train_trip),
         "triplets_by_source": counts, "training_digest": digest(train_trip), "held_out_folds": sorted(holdout),
-        "folds": qasper.FOLDS, "calibration": {"scale": 1.0, "bias": 0.0}, "yes_head": {},
+        "folds": qasper.FOLDS, "calibration": {"scale": 1.0, "bias": 0.0},
         "train_seconds": round(seconds), "command": "python eval/fit_reader.py " + " ".join(argv or sys.argv[1:]),
         "written": time.strftime("%Y-%m-%d")}
     (args.out / META_FILE).write_text(json.dumps(meta, indent=1) + "\n")
@@ -311,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         meta["calibration"] = json.loads((args.calibration_from / META_FILE).read_text())["calibration"]
         meta["calibration"]["from"] = str(args.calibration_from)
-    meta["yes_head"], yes_figures = yes_head(encode, train_verd, test_verd)
     if holdout:
-        figures["tuned"].update(yes_figures)
         meta["held_out"] = figures
         print("tuned:", json.dumps(figures["tuned"]), flush=True)
     meta["seconds"] = round(time.perf_counter() - t0)

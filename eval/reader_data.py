@@ -1,5 +1,4 @@
-"""Training data for the reader (eval/fit_reader.py): (question, relevant passage, hard negative) triplets and
-(question, passage, yes/no) pairs.
+"""Training data for the reader (eval/fit_reader.py): (question, relevant passage, hard negative) triplets.
 
 - QASPER dev: each question with its paper's paragraphs ("<section>: <paragraph>"); each annotator evidence
   paragraph is a positive, paired with one of the paper's other paragraphs that share most of the question's
@@ -39,15 +38,6 @@ class Triplet:
     group: str
 
 
-@dataclass(frozen=True)
-class Verdict:
-    question: str
-    passage: str
-    yes: bool
-    source: str
-    group: str
-
-
 def fold_of(key: str, folds: int = qasper.FOLDS) -> int:
     return qasper.fold_of(key, folds)
 
@@ -72,8 +62,8 @@ def contexts(paper: qasper.Paper) -> list[str]:
     return ["Abstract"] + [name or "Body" for name, ps in paper.sections for _ in ps]
 
 
-def qasper_data(papers: list[qasper.Paper], rng: random.Random) -> tuple[list[Triplet], list[Verdict]]:
-    triplets, verdicts = [], []
+def qasper_data(papers: list[qasper.Paper], rng: random.Random) -> list[Triplet]:
+    triplets = []
     for p in papers:
         texts = [passage_text(c, t) for c, t in zip(contexts(p), p.paragraphs)]
         index = {t: i for i, t in enumerate(p.paragraphs)}
@@ -83,18 +73,14 @@ def qasper_data(papers: list[qasper.Paper], rng: random.Random) -> tuple[list[Tr
             for i in positive:
                 if negatives:
                     triplets.append(Triplet(q.question, texts[i], texts[rng.choice(negatives)], "qasper", p.id))
-            for r in q.references:
-                if r.type == "boolean":
-                    verdicts += [Verdict(q.question, texts[index[e]], r.text == "Yes", "qasper", p.id)
-                                 for e in r.evidence if e in index]
-    return triplets, verdicts
+    return triplets
 
 
-def scifact_data(folder: Path, rng: random.Random, limit: int | None = None) -> tuple[list[Triplet], list[Verdict]]:
+def scifact_data(folder: Path, rng: random.Random, limit: int | None = None) -> list[Triplet]:
     from eval.scifact import load_claims, load_corpus
 
     corpus = load_corpus(folder)
-    triplets, verdicts = [], []
+    triplets = []
     for c in load_claims(folder)[:limit]:
         for doc, rationale in c.rationales.items():
             if doc not in corpus:
@@ -105,9 +91,7 @@ def scifact_data(folder: Path, rng: random.Random, limit: int | None = None) -> 
             for i in sorted(x for x in rationale if x < len(sentences)):
                 if others:
                     triplets.append(Triplet(c.claim, sentences[i], sentences[rng.choice(others)], "scifact", c.id))
-                if c.labels.get(doc) in ("SUPPORT", "CONTRADICT"):
-                    verdicts.append(Verdict(c.claim, sentences[i], c.labels[doc] == "SUPPORT", "scifact", c.id))
-    return triplets, verdicts
+    return triplets
 
 
 def seed_data(questions: Path, corpus_dir: Path, rng: random.Random) -> list[Triplet]:

@@ -817,7 +817,8 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
             answered.then(**synced)
             answered.then(**exported)
         ask_tab.select(**synced)
-        enclosing_tab(table).select(**synced)
+        # The search may be typed while the sync runs: filter again after it, from the box as it is then.
+        enclosing_tab(table).select(**synced).then(filter_papers, paper_query, table, api_visibility="undocumented")
         demo.load(**synced)
         paper_query.change(filter_papers, paper_query, table, api_visibility="undocumented")
         reset_outputs = [chatbot, evidence, status, conversation, shown, box, scope, export_btn]

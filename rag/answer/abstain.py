@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from rag import prompts
 from rag.answer.draft import full_text, no_match
 from rag.answer.evidence import Vocabulary
-from rag.answer.intent import Shape
+from rag.answer.intent import Asks, Shape
 from rag.answer.types.context import Context
 from rag.answer.types.words import present
 from rag.corpus.labels import mentions
@@ -30,8 +30,11 @@ def missing_terms(ctx: Context) -> str | None:
     """A question naming something no retrieved paper mentions is not answered by the nearest paper; when it
     names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words). A long
     question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
-    Metropolis-Hastings paper), not a question about something absent."""
+    Metropolis-Hastings paper), not a question about something absent. A yes/no question is answered instead
+    ("No (not stated in the text)", rag/answer/types/yes_no.py)."""
     intent, focus, pool, vocab = ctx.intent, ctx.focus, ctx.pool, ctx.vocab
+    if intent.asks is Asks.YES_NO:
+        return None
     missing = [t for t in intent.specific if not any(mentions(t, p.label) for p in focus) and not present(t, pool)
                and (focus or intent.shape is Shape.COMPARISON or
                     (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
@@ -45,7 +48,10 @@ def missing_terms(ctx: Context) -> str | None:
 
 def reader_below(ctx: Context) -> str | None:
     """The reader finds no passage likely enough to answer (the threshold fitted on held-out folds,
-    rag/answer/calibration.py)."""
+    rag/answer/calibration.py). A yes/no question is answered instead: its verdict is "No (not stated in the
+    text)" (rag/answer/types/yes_no.py)."""
+    if ctx.intent.asks is Asks.YES_NO:
+        return None
     read = [x for x in ctx.passages if x.reading is not None]
     if read and read[0].probability < ctx.ac.abstain_below:
         return no_match(ctx.pool)
@@ -70,8 +76,10 @@ def foreign_question(ctx: Context) -> str | None:
 
 def short_topic(ctx: Context) -> str | None:
     """A short topic question ("paper on quantum machine learning") must find its rarest word in the best
-    paper."""
+    paper (an abstract: in a full text the reader's fitted threshold decides, `reader_below`)."""
     intent, best = ctx.intent, ctx.cands[0]
+    if best.paper.layout and any(x.reading is not None for x in ctx.passages):
+        return None
     words = list(intent.words)
     if not words or len(words) > SHORT_QUESTION_WORDS or intent.every_paper or intent.shape is Shape.CLAIM:
         return None

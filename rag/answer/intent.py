@@ -15,8 +15,8 @@ COMPARISON   how named things differ ("compare A and B")
 CONTRIBUTION what a paper proposes or how it works
 LIMITATION   what limitation or problem it points out
 PAPERS       every paper that fits ("which papers use GRPO?")
+LOOKUP       which paper, method or benchmark ("which paper proposes ReLoop?", "is there a paper on X?")
 YES_NO       a polar question ("Do they report results only on English data?"), not an alternative one
-LOOKUP       which paper, method or benchmark ("which paper proposes ReLoop?")
 DESCRIPTION  anything else ("how is the data annotated?")
 """
 
@@ -120,9 +120,9 @@ def _asks(info: QuestionInfo) -> Asks:
         return by_shape[info.shape]
     if info.multi:
         return Asks.PAPERS
-    if is_polar(info.text):
-        return Asks.YES_NO
-    return Asks.LOOKUP if info.lookup else Asks.DESCRIPTION
+    if info.lookup:
+        return Asks.LOOKUP
+    return Asks.YES_NO if is_polar(info.text) else Asks.DESCRIPTION
 
 
 def from_info(info: QuestionInfo) -> Intent:

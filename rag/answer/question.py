@@ -44,7 +44,7 @@ _LOOKUP_RE = re.compile(
     r"(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bwith )(?<!\bunder )(?<!\bthrough )"
     r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
     r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
-    r"\bname of\b|\bis there (a|any) (paper|work|method|benchmark)|\bany (paper|work) (on|about|that)|"
+    r"\bname of\b|\bis there (?:a |any )?(?:papers?|works?|methods?|benchmarks?)\b|\bany (paper|work) (on|about|that)|"
     r"\bwhat('s| is) (it|the method|the benchmark|the paper) called\b|\bwhich abstract\b", re.I)
 _NUMERIC_RE = re.compile(
     r"\bhow (many|much)\b|^\W*(?:[\w'-]+\W+){0,5}?how (large|big|fast|long|often|far|small|high|low|well)\b|\bby (how much|what (factor|margin|"

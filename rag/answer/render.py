@@ -73,7 +73,8 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     ranked = ([draft.best] if draft.best is not None else []) + [q for q in draft.quotes if q is not draft.best]
     lead = lead_for(question, draft.intent, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
                                              for q in ranked], emphasis, draft.passages) if draft.intent is not None else None
-    if lead is not None:
+    verdict_only = lead is not None and not lead.span  # "No (not stated in the text)": it quotes nothing
+    if lead is not None and not verdict_only:
         line = f"{lead.text} [{n_of[lead.paper_id]}]"
         # The lead is shown only when the citation check passes it (a quoted part of its sentence): a line the
         # check would mark ⚠ is left out, not shown marked.
@@ -93,6 +94,9 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     # The citation check runs on extractive answers too: quotes must be verbatim and cite their paper.
     sources = sources_for(order)
     checked = check_answer("\n".join(lines), sources, policy)
+    if verdict_only and lead is not None and not checked.abstained:
+        # the verdict states what the text does not say, so no source is cited for it; the quotes follow
+        checked.text = f"{lead.text}.\n{checked.text}"
     return Answer(question=question, answer=checked.text, abstained=checked.abstained, mode="extractive",
                   lead=lead.text if lead is not None and not checked.abstained else None,
                   citations=citations, retrieved=retrieved, checks=checked.checks,

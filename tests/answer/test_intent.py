@@ -26,6 +26,7 @@ def common(token: str) -> bool:
     ("Is Arabic one of the 11 languages in CoVost?", Asks.YES_NO),
     ("Are the annotations automatic or manually created?", Asks.DESCRIPTION),  # alternatives: not yes/no
     ("Which paper proposes ReLoop?", Asks.LOOKUP),
+    ("Is there work on watermarking LLM-generated text?", Asks.LOOKUP),  # polar, but a paper is the answer
     ("Which papers use GRPO?", Asks.PAPERS),
     ("Activated Cdk5 regulates neuronal death in mice", Asks.CLAIM),
     ("How is the data annotated?", Asks.DESCRIPTION),

@@ -67,14 +67,17 @@ def scope_options(page, typed: str, box: str = "#scope") -> list[str]:  # noqa: 
     return names
 
 
-def papers_tab_rows(page, query: str, expect: str | None = None) -> str:  # noqa: ANN001
-    """The Papers table after searching `query`: once it shows `expect` (default: the query), or after 10 s
-    (a loaded machine redraws late; a row that should be gone is given that long to go)."""
+def papers_tab_rows(page, query: str, expect: str | None = None, gone: str | None = None) -> str:  # noqa: ANN001
+    """The Papers table after searching `query`: once it shows `expect` (default: the query) and not `gone`, or
+    after 10 s (a loaded machine redraws late; a row that should be gone is given that long to go)."""
     page.get_by_role("tab", name="Papers").click()
     page.locator("#paper-search textarea, #paper-search input").first.fill(query)
     table = page.locator("#paper-table")
     deadline = time.monotonic() + 10
-    while (expect or query) not in table.inner_text() and time.monotonic() < deadline:
+    def drawn(text: str) -> bool:
+        return (expect or query) in text and (gone is None or gone not in text)
+
+    while not drawn(table.inner_text()) and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     page.wait_for_timeout(500)  # a redraw still on its way (the row that should be gone)
     return table.inner_text()
@@ -110,7 +113,8 @@ def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> 
             ctx_new.close()
 
         # The page that was open all along catches up on its next interaction (here: opening the Papers tab).
-        rows = papers_tab_rows(already_open, "greenhouse irrigation", "FernLoop")  # the search covers the abstract
+        # the search covers the abstract
+        rows = papers_tab_rows(already_open, "greenhouse irrigation", "FernLoop", gone="QuillNet")
         assert "FernLoop" in rows and "QuillNet" not in rows
         assert header_count(already_open) == 40
         already_open.screenshot(path=str(ARTIFACTS / "ui-sessions-open-page.png"))

@@ -16,6 +16,8 @@ from rag.answer.lead import parts_span
 from rag.answer.question import asked_preposition, capitals, kind_nouns, kind_phrase
 from rag.answer.types.context import Context
 from rag.answer.types.named import each_named
+from rag.answer.types.quotes import answer as quoted
+from rag.answer.types.quotes import read_full_text
 from rag.answer.types.words import cased_in, has_noun, name_token, names_something, norm, noun_re
 from rag.text import STOPWORDS, stem, stems
 
@@ -155,6 +157,10 @@ def answer(ctx: Context) -> Draft:
         # noun, or (for parts) lists several things.
         named = next((x for x in cands if ask.attribute and ask.attribute <= stems(x.sentence)
                       or (ask.parts and parts_span(x.sentence))), None)
+    if named is None and read_full_text(ctx):
+        # In a full text the reader has found a passage likely enough to answer (the checks before passed):
+        # its words are the evidence, though no rule above could tell the names in it.
+        return quoted(ctx)
     if named is None or named.prob < c.abstain_below:
         return Draft([], no_names((cands or scored)[0].paper))
     return Draft([Quote(named.paper, named.sentence)])

@@ -77,12 +77,18 @@ def multi(intent: Intent, cands: list[Candidate], c: Constants) -> Draft:
     return Draft(quotes, summary=summary)
 
 
-def answer(ctx: Context) -> Draft:
+def read_full_text(ctx: Context) -> bool:
+    """The answer's best passage is a full text's paragraph the reader read (its fitted threshold decides)."""
+    read = [x for x in ctx.passages if x.reading is not None]
+    return bool(read) and read[0].segment >= 0
+
+
+def answer(ctx: Context, checked: bool = True) -> Draft:
     """The quotes of every kind of question but a figure or names: after the quoting checks (when no paper is
-    named), each named paper on the asked aspect, the one named paper's answer, every paper that fits, or the
-    best paper and those likely relevant."""
+    named, and `checked`), each named paper on the asked aspect, the one named paper's answer, every paper that
+    fits, or the best paper and those likely relevant."""
     intent, focus, cands = ctx.intent, ctx.focus, ctx.cands
-    if not focus:
+    if not focus and checked:
         reason = abstain.first_reason(ctx, abstain.QUOTING)
         if reason is not None:
             return abstain_with(reason, cands)
