@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run install ingest ui chat test test-fast test-deps eval bench soak clean
+.PHONY: run install ingest ui chat lint test test-fast test-deps eval bench soak clean
 
 run: ingest ## install, ingest corpus/, start the web UI
 	$(BIN)/papers ui
@@ -64,11 +64,15 @@ EVAL_GATES := --min-hit1 0.95 --min-hit5 0.985 --min-mrr 0.96 --min-ndcg5 0.955 
 	--min-conv-cites-gold 0.94 --min-conv-facts 0.77 --min-conv-follow-up-right 0.74 --min-conv-abstain 0.78 \
 	--max-conv-wrong-paper 0.02 --max-conv-false-abstain 0.03 --min-lead 0.83
 
-test: test-deps ## all tests, slow integration tests included, then the eval gate
+lint: test-deps ## ruff (style and complexity bounds) and mypy over rag/ and ui/
+	$(BIN)/ruff check rag ui
+	$(BIN)/mypy
+
+test: test-deps lint ## the linters, all tests (slow integration tests included), then the eval gate
 	$(BIN)/python -m pytest
 	$(BIN)/papers eval --mode extractive --out test-artifacts/eval $(EVAL_GATES)
 
-test-fast: test-deps
+test-fast: test-deps lint
 	$(BIN)/python -m pytest -m "not slow"
 
 eval: ingest

@@ -19,15 +19,14 @@ from typing import Any
 from rag import prompts
 from rag.answer.cite import check_answer
 from rag.answer.conversation import Resolution, TurnRecord, acceptable_rewrite, resolve
-from rag.answer.evidence import Vocabulary, vocabulary_for
 from rag.answer.draft import Draft
-from rag.answer.evidence import current_constants
+from rag.answer.evidence import Vocabulary, current_constants, vocabulary_for
 from rag.answer.extractive import draft_answer, prepare
+from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, llm_rewrite, stream_answer
 from rag.answer.lookup import lookup_rows
 from rag.answer.lookup import strength as lookup_strength
 from rag.answer.naming import named_papers
 from rag.answer.passages import ReaderRun, reader_run
-from rag.answer.llm import LLMUnavailable, answer_messages, check_llm_settings, complete, llm_rewrite, stream_answer
 from rag.answer.question import clean_question, is_list_question
 from rag.answer.render import render_extractive, render_generated, sources_for, word_events
 from rag.answer.retrieve import Retrieval, Retriever

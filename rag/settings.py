@@ -41,10 +41,10 @@ class _RedactingRecords:
     """A log record factory that redacts URL credentials from every record, whichever library logs it
     (httpx and openai log request URLs, with their user:password part)."""
 
-    def __init__(self, inner):  # noqa: ANN001, ANN204 - logging's record factory
+    def __init__(self, inner):
         self.inner = inner
 
-    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+    def __call__(self, *args, **kwargs):
         record = self.inner(*args, **kwargs)
         try:
             message = record.getMessage()

@@ -184,7 +184,7 @@ def terms(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def stemmer():  # noqa: ANN202 - PyStemmer object
+def stemmer():
     import Stemmer  # PyStemmer, the Snowball stemmer bm25s uses too
 
     return Stemmer.Stemmer("english")

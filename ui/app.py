@@ -776,12 +776,11 @@ def build_app(settings: Settings, assistant: Assistant | None = None) -> gr.Bloc
                         evidence = gr.HTML(EMPTY_EVIDENCE, elem_id="evidence", js_on_load=None)
                 gr.HTML("<button id='evidence-toggle' data-action='toggle-evidence'>Evidence</button>",
                         js_on_load=None)
-                with gr.Accordion("Options", open=False):
-                    with gr.Row():
-                        mode = gr.Radio(modes, value=default_mode, label="Answer mode",
-                                        info=None if settings.llm_configured else
-                                        "LLM mode appears when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
-                        k = gr.Slider(1, 10, value=settings.top_k, step=1, label="Papers retrieved")
+                with gr.Accordion("Options", open=False), gr.Row():
+                    mode = gr.Radio(modes, value=default_mode, label="Answer mode",
+                                    info=None if settings.llm_configured else
+                                    "LLM mode appears when OPENAI_BASE_URL or OPENAI_API_KEY is set.")
+                    k = gr.Slider(1, 10, value=settings.top_k, step=1, label="Papers retrieved")
             with gr.Tab("Citation lookup"):
                 query = gr.Textbox(label="Method name, claim or topic", elem_id="lookup-query",
                                    placeholder="e.g. Dynamic Motion Slider")

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from rag import prompts
 from rag.answer.evidence import Candidate
-from rag.answer.passages import PassageRead
 from rag.answer.intent import Intent
+from rag.answer.passages import PassageRead
 from rag.answer.retrieve import PaperHit
 from rag.corpus.sections import parse_layout
 from rag.text import stems

@@ -39,7 +39,6 @@ from rag.corpus.labels import initials_match
 from rag.corpus.sections import parse_layout
 from rag.text import sentences_of, stem, term_stems, terms
 
-
 SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
                      "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
                      "defines_asked", "unseen", "introduces_asked", "after_intro_asked", "before_intro_limitation",

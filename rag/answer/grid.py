@@ -32,11 +32,11 @@ from rag.answer import fitted
 from rag.answer.cite import SourceText, check_answer
 from rag.answer.evidence import Constants, Vocabulary, current_constants, strength
 from rag.answer.extractive import evidence_for
+from rag.answer.intent import read_intent
+from rag.answer.lead import lead_for
+from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.answer.types.names import names_of_kind
 from rag.answer.types.words import name_token
-from rag.answer.lead import lead_for
-from rag.answer.intent import read_intent
-from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.schema import Grid, GridCell
 from rag.text import CONTRIBUTION_RE, STOPWORDS, sentences_of
 

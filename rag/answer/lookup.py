@@ -32,8 +32,8 @@ from functools import lru_cache
 from typing import Any
 
 from rag.answer import fitted
-from rag.answer.evidence import RANKINGS, Candidate, Vocabulary, paper_features, paper_probabilities
 from rag.answer.abstain import foreign
+from rag.answer.evidence import RANKINGS, Candidate, Vocabulary, paper_features, paper_probabilities
 from rag.answer.extractive import evidence_for
 from rag.text import CONTRIBUTION_RE
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
-
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from rag.errors import QuestionError
 from rag.text import STOPWORDS, stem, terms

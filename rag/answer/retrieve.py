@@ -28,14 +28,13 @@ from typing import Any, Literal
 
 from rag.answer import fitted
 from rag.corpus.references import reference_line
-from rag.index.embed import query_embedder_for
 from rag.index.bm25 import tokenize
+from rag.index.embed import query_embedder_for
 from rag.index.snapshot import LocalIndex, probe_ids
-from rag.index.versions import ensure_local_index
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, damaged
+from rag.index.versions import ensure_local_index
 from rag.settings import Settings
 from rag.text import stems
-
 
 Mode = Literal["hybrid", "dense", "bm25"]
 # The paper rankings fused (see the module docstring), and which retrieval modes each belongs to.

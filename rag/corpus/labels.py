@@ -16,8 +16,8 @@ abstract at a time (labels never change because other papers were added) and tri
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections import Counter
+from functools import lru_cache
 
 from rag.text import STOPWORDS, split_sentences, stem
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.corpus import readers
-from rag.corpus.readers import markdown
 from rag.corpus.labels import extract_label
+from rag.corpus.readers import markdown
 from rag.corpus.readers.common import BIBLIO_FIELDS, entry_name
 from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
 from rag.text import clean_markup, stable_id

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rag.index.ingest import IngestReport
-    from rag.service import Assistant
     from rag.schema import Answer
+    from rag.service import Assistant
     from rag.settings import Settings
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -142,10 +142,10 @@ def _print_checked(answer: Answer) -> None:
 
 @app.command()
 def ingest(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Files or folders (default: PAPERS_CORPUS_PATHS)."),
+    paths: list[Path] | None = typer.Argument(None, help="Files or folders (default: PAPERS_CORPUS_PATHS)."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Start a new index (the old local store is kept aside)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
+    progress: bool | None = typer.Option(None, "--progress/--no-progress",
                                             help="Show the progress bar (default: when stderr is a terminal)."),
 ) -> None:
     """Add, update and remove papers so the index matches the files (Ctrl-C stops; run it again to resume)."""
@@ -199,7 +199,7 @@ def _run_ingest(run: Callable[[Settings], IngestReport], json_out: bool) -> None
         raise typer.Exit(1)
 
 
-def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamEvent
+def _stream_to_terminal(events) -> Answer:
     """Print tokens as they arrive; on a mid-answer LLM failure, say so and print the fallback answer after."""
     from rag.service import StreamView
 
@@ -214,13 +214,13 @@ def _stream_to_terminal(events) -> Answer:  # noqa: ANN001 - iterator of StreamE
 
 @app.command()
 def ask(
-    question: Optional[str] = typer.Argument(None, help="The question, or - to read one question per line from stdin."),
-    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
+    question: str | None = typer.Argument(None, help="The question, or - to read one question per line from stdin."),
+    k: int | None = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve (default PAPERS_TOP_K)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per answer."),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto (default PAPERS_ANSWER_MODE)."),
-    paper: Optional[list[str]] = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
-    conversation: Optional[Path] = typer.Option(
+    mode: str | None = typer.Option(None, "--mode", help="extractive, llm or auto (default PAPERS_ANSWER_MODE)."),
+    paper: list[str] | None = typer.Option(None, "--paper", help="Restrict to these paper ids (repeatable)."),
+    conversation: Path | None = typer.Option(
         None, "--conversation", help="Ask a chat from a file: one turn per line (text), or JSON Lines of turns "
                                      "{\"q\", \"scope\"} or of conversations {\"id\", \"turns\": [...]}."),
 ) -> None:
@@ -268,7 +268,7 @@ def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
 
     try:
         text = read_text(path, 16 * 2**20)
-    except Exception as e:  # noqa: BLE001 - CorpusError names the problem
+    except Exception as e:
         _fail(f"{path}: {e}", 2)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or not lines[0].lstrip().startswith("{"):
@@ -328,9 +328,9 @@ def _ask_conversations(path: Path, k: int | None, json_out: bool, mode: str | No
 @app.command()
 def cite(
     query: str = typer.Argument(..., help="A method name, claim or topic, or - to read one query per line from stdin."),
-    k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
+    k: int | None = typer.Option(None, "--k", min=1, max=50, help="How many papers to list."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per query."),
-    fmt: Optional[str] = typer.Option(None, "--format",
+    fmt: str | None = typer.Option(None, "--format",
                                       help="Print the matching papers as references: bibtex, ris, csl-json or text."),
 ) -> None:
     """Citation lookup: which papers match a method name, claim or topic, with how strongly each matches."""
@@ -373,9 +373,9 @@ GRID_FORMATS = ("markdown", "csv", "json")
 
 @app.command()
 def grid(
-    paper: Optional[list[str]] = typer.Option(None, "--paper", help="Rows: these paper ids (repeatable; default all)."),
-    lookup: Optional[str] = typer.Option(None, "--lookup", help="Rows: the papers matching this lookup query."),
-    column: Optional[list[str]] = typer.Option(
+    paper: list[str] | None = typer.Option(None, "--paper", help="Rows: these paper ids (repeatable; default all)."),
+    lookup: str | None = typer.Option(None, "--lookup", help="Rows: the papers matching this lookup query."),
+    column: list[str] | None = typer.Option(
         None, "--column", help="A column: problem, method, data, result, limitation, or any question (repeatable; "
                                "default the five)."),
     fmt: str = typer.Option("markdown", "--format", help="markdown, csv or json."),
@@ -415,7 +415,7 @@ def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
 
 @app.command("list")
 def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line."),
-                fmt: Optional[str] = typer.Option(None, "--format",
+                fmt: str | None = typer.Option(None, "--format",
                                                   help="Print every paper as a reference: bibtex, ris, csl-json or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
@@ -447,8 +447,8 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
 
 
 @app.command()
-def chat(k: Optional[int] = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
-         mode: Optional[str] = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
+def chat(k: int | None = typer.Option(None, "--k", min=1, max=50, help="Papers to retrieve."),
+         mode: str | None = typer.Option(None, "--mode", help="extractive, llm or auto.")) -> None:
     """Chat in the terminal; follow-up questions are understood (empty line or Ctrl-D to quit)."""
 
     conversation = _assistant(_settings()).conversation()
@@ -495,8 +495,8 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what needs n
 
 
 @app.command()
-def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_UI_HOST, 127.0.0.1)."),
-       port: Optional[int] = typer.Option(None, help="Port (default PAPERS_UI_PORT, 7860).")) -> None:
+def ui(host: str | None = typer.Option(None, help="Interface to bind (default PAPERS_UI_HOST, 127.0.0.1)."),
+       port: int | None = typer.Option(None, help="Port (default PAPERS_UI_PORT, 7860).")) -> None:
     """Start the web UI: streaming cited chat, evidence panel, citation lookup, paper browser."""
     settings = _settings(ui_host=host, ui_port=port)
     _check_llm(settings)
@@ -510,7 +510,7 @@ def ui(host: Optional[str] = typer.Option(None, help="Interface to bind (default
 @app.command()
 def mcp(http: bool = typer.Option(False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
                                                         "stdio (host PAPERS_MCP_HOST, 127.0.0.1)."),
-        port: Optional[int] = typer.Option(None, help="Port with --http (default PAPERS_MCP_PORT, 8765).")) -> None:
+        port: int | None = typer.Option(None, help="Port with --http (default PAPERS_MCP_PORT, 8765).")) -> None:
     """MCP server (Claude Desktop, Cursor, ...): tools ask, cite, list_papers, get_paper; papers:// resources."""
     settings = _settings(mcp_port=port)
     _check_llm(settings)
@@ -524,8 +524,8 @@ def mcp(http: bool = typer.Option(False, "--http", help="Serve streamable HTTP a
 
 
 @app.command()
-def serve(host: Optional[str] = typer.Option(None, help="Interface to bind (default PAPERS_SERVE_HOST, 127.0.0.1)."),
-          port: Optional[int] = typer.Option(None, help="Port (default PAPERS_SERVE_PORT, 8000).")) -> None:
+def serve(host: str | None = typer.Option(None, help="Interface to bind (default PAPERS_SERVE_HOST, 127.0.0.1)."),
+          port: int | None = typer.Option(None, help="Port (default PAPERS_SERVE_PORT, 8000).")) -> None:
     """OpenAI-compatible endpoint: POST /v1/chat/completions (streaming or not), GET /v1/models."""
     settings = _settings(serve_host=host, serve_port=port)
     _check_llm(settings)

@@ -16,7 +16,6 @@ from typing import Any
 
 from rag.text import stemmer
 
-
 logging.getLogger("bm25s").setLevel(logging.ERROR)
 
 

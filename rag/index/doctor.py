@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rag.settings import Settings
 from rag.index.snapshot import build_local_index
-from rag.index.versions import index_dir, load_index, publish_full_index
 from rag.index.store import GET_BATCH, Store, StoreError
+from rag.index.versions import index_dir, load_index, publish_full_index
+from rag.settings import Settings
 
 
 @dataclass

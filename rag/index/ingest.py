@@ -23,14 +23,21 @@ from typing import TYPE_CHECKING
 from rag import prompts
 from rag.corpus.scan import Paper, scan
 from rag.errors import QuestionError
-from rag.settings import Settings
 from rag.index.chunking import SectionChunks, WholeSentenceChunker
 from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
 from rag.index.paper_level import heading
 from rag.index.snapshot import Written, probe_ids
 from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, StoreError, writer_lock
-from rag.index.versions import (committed_index, ensure_local_index, index_digest, index_dir, publish_full_index,
-                                remove_other_versions, update_local_index)
+from rag.index.versions import (
+    committed_index,
+    ensure_local_index,
+    index_digest,
+    index_dir,
+    publish_full_index,
+    remove_other_versions,
+    update_local_index,
+)
+from rag.settings import Settings
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -96,7 +103,7 @@ def make_document(paper: Paper) -> Document:
     )
 
 
-def make_splitter(settings: Settings):  # noqa: ANN201 - a llama-index NodeParser
+def make_splitter(settings: Settings):
     """The chunker used at ingest: whole sentences grouped up to settings.chunk_tokens."""
     return WholeSentenceChunker(chunk_tokens=settings.chunk_tokens, include_prev_next_rel=False)
 
@@ -402,7 +409,7 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
                 if vectors is None:  # stopped: this batch is abandoned
                     return
                 handed.put((batch, nodes, vectors))
-        except BaseException as e:  # noqa: BLE001 - handed to the writer, which re-raises it
+        except BaseException as e:
             failure.append(e)
         finally:
             handed.put(None)
@@ -435,7 +442,7 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
 
 
 def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int, stop: object,
-                 phases: dict[str, float], advance) -> object:  # noqa: ANN001 - numpy array or None
+                 phases: dict[str, float], advance) -> object:
     """Vectors of the nodes' embedded texts, in node order, or None when `stop` was set meanwhile.
 
     Texts are sorted by length and batched, so each batch is padded only to its own longest text (the ONNX
@@ -497,7 +504,7 @@ def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vector
     return len(nodes)
 
 
-class _stop_on_sigint:  # noqa: N801 - used as a context manager
+class _stop_on_sigint:
     """While embedding: the first Ctrl-C asks the worker to stop after its current model call (the CLI then says
     how to resume); a second one interrupts at once (still safe: catalog records follow their chunks)."""
 

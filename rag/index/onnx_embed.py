@@ -130,10 +130,10 @@ class BatchedEmbedding:
     def encode_ids(self, texts: list[str]) -> list[list[int]]:
         raise NotImplementedError
 
-    def run_batch(self, ids: list[list[int]]):  # noqa: ANN201 - numpy float32 array
+    def run_batch(self, ids: list[list[int]]):
         raise NotImplementedError
 
-    def embed_texts(self, texts: list[str], batch_size: int | None = None):  # noqa: ANN201 - numpy array
+    def embed_texts(self, texts: list[str], batch_size: int | None = None):
         """Vectors in input order, computed on batches of texts of similar token length (sorted, not padded
         to the longest text overall)."""
         import numpy as np
@@ -198,7 +198,7 @@ class OnnxEmbedding(BatchedEmbedding):
         """Token ids of each text (truncated, unpadded): the part of embedding that runs before the model."""
         return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
 
-    def run_batch(self, ids: list[list[int]]):  # noqa: ANN201 - numpy float32 array
+    def run_batch(self, ids: list[list[int]]):
         """Vectors of one batch of token ids, padded to the batch's longest (onnxruntime releases the GIL)."""
         import numpy as np
 

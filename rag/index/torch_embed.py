@@ -46,7 +46,7 @@ class Bf16Embedding(BatchedEmbedding):
         return self._model.tokenizer([t.strip() for t in texts], truncation=True,
                                      max_length=self._model.max_seq_length)["input_ids"]
 
-    def run_batch(self, ids: list[list[int]]):  # noqa: ANN201 - numpy float32 array
+    def run_batch(self, ids: list[list[int]]):
         """L2-normalised fp32 vectors of one batch, padded to its longest text. Autocast and inference mode are
         per thread, so they are entered here, on the thread that runs the model."""
         import torch

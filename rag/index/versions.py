@@ -32,7 +32,6 @@ from rag.index.store import CatalogEntry, Store, write_point
 from rag.settings import Settings
 from rag.text import prime_word_stems
 
-
 TABLE_FILE = "chunks.json"
 
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence, Set
 
 from rag.answer.draft import MAX_SENTENCES, Draft, Quote, as_written, full_text, no_figure
 from rag.answer.evidence import Candidate, Constants
-from rag.answer.lead import scored_number_span
 from rag.answer.intent import Intent, NumberAsk
+from rag.answer.lead import scored_number_span
 from rag.answer.question import QUANTITY_NOUNS
 from rag.answer.types.context import Context
 from rag.answer.types.named import each_named

@@ -20,7 +20,6 @@ from pathlib import Path
 from rag.corpus.readers import bibtex, csljson, html, pdf, ris
 from rag.corpus.records import FileReport
 
-
 Records = list[tuple[int, dict]]
 Reader = Callable[[Path, int, "FileReport"], Records]
 

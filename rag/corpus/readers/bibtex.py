@@ -15,10 +15,22 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from rag.corpus.readers.common import (
+    arxiv_of,
+    clean_field,
+    date_parts,
+    display_name,
+    doi_of,
+    entry_name,
+    link_of,
+    month_of,
+    pages_of,
+    read_text,
+    url_in,
+    verbatim,
+    year_of,
+)
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, display_name, doi_of, entry_name,
-                                       link_of, month_of, pages_of, read_text, url_in, verbatim, year_of)
-
 
 VENUE_FIELDS = ("journal", "journaltitle", "booktitle", "eventtitle", "series", "howpublished", "school",
                 "institution")

@@ -10,10 +10,21 @@ import json
 import re
 from pathlib import Path
 
+from rag.corpus.readers.common import (
+    arxiv_of,
+    clean_field,
+    date_parts,
+    display_name,
+    doi_of,
+    entry_name,
+    link_of,
+    month_of,
+    pages_of,
+    read_text,
+    verbatim,
+    year_of,
+)
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, display_name, doi_of, entry_name,
-                                       link_of, month_of, pages_of, read_text, verbatim, year_of)
-
 
 # CSL item types -> the BibTeX entry types references are exported as.
 KINDS = {"article-journal": "article", "paper-conference": "inproceedings", "chapter": "incollection",

@@ -79,7 +79,7 @@ class _Blocks:
     def __init__(self, tokens: list[Any]) -> None:
         self.tokens = tokens
 
-    def __iter__(self):  # noqa: ANN204 - a generator of (kind, level, text)
+    def __iter__(self):
         skip_depth = 0  # inside a table: its cells are no paragraphs
         list_depth = 0
         items: list[str] = []

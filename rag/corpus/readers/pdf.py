@@ -39,10 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, year_of
-from rag.corpus.readers.pdf_layout import Line, Page, Word, read_page
 from rag.corpus.readers.fulltext import label_of
+from rag.corpus.readers.pdf_layout import Line, Page, Word, read_page
 from rag.corpus.records import CorpusError, FileReport
-
 
 MAX_PAGES = 200
 _ABSTRACT_RE = re.compile(r"^\s*a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b[\s.:—–-]*", re.IGNORECASE)

@@ -9,10 +9,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from rag.corpus.readers.common import (
+    arxiv_of,
+    clean_field,
+    date_parts,
+    doi_of,
+    entry_name,
+    link_of,
+    name_from_inverted,
+    pages_of,
+    read_text,
+    verbatim,
+    year_of,
+)
 from rag.corpus.records import CorpusError, FileReport
-from rag.corpus.readers.common import (arxiv_of, clean_field, date_parts, doi_of, entry_name, link_of,
-                                       name_from_inverted, pages_of, read_text, verbatim, year_of)
-
 
 KINDS = {"JOUR": "article", "JFULL": "article", "EJOUR": "article", "CONF": "inproceedings",
          "CPAPER": "inproceedings", "CHAP": "incollection", "BOOK": "book", "THES": "phdthesis", "RPRT": "techreport"}
