@@ -550,8 +550,7 @@ def _rewrite_metadata(store: Store, papers: list[Paper], chunking: str) -> None:
         ids.append(cid)
         metas.append({k: ("" if v is None else v) for k, v in new_meta.items()})
         counts[p.paper_id] = counts.get(p.paper_id, 0) + 1
-    if ids:
-        store.chunks.update(ids=ids, metadatas=metas)
+    store.update_chunk_metadata(ids, metas)
     vectors = store.papers.get(ids=list(by_id), include=["embeddings"])
     vector_of = dict(zip(vectors["ids"], vectors["embeddings"]))
     store.write_catalog([_entry(p, counts.get(p.paper_id, 0), chunking) for p in papers],

@@ -48,6 +48,7 @@ SCHEMA = 1
 # How often a serving process re-reads the store's version (an ingest elsewhere may have published a new one).
 VERSION_CHECK_S = 2.0
 GET_BATCH = 5000
+WRITE_BATCH = 2000  # rows per Chroma write; its limit (5,461 on SQLite) refuses larger ones outright
 
 
 class StoreError(UnavailableError):
@@ -534,12 +535,18 @@ class Store:
             self.chunks.delete(where={"paper_id": {"$in": paper_ids[i:i + 500]}})
 
     def write_catalog(self, entries: list[CatalogEntry], embeddings: list[list[float]]) -> None:
-        self.papers.upsert(
-            ids=[e.paper_id for e in entries],
-            documents=[e.text for e in entries],
-            metadatas=[_meta(e) for e in entries],
-            embeddings=embeddings,
-        )
+        for i in range(0, len(entries), WRITE_BATCH):  # Chroma refuses a write over its max batch size
+            batch = entries[i:i + WRITE_BATCH]
+            self.papers.upsert(
+                ids=[e.paper_id for e in batch],
+                documents=[e.text for e in batch],
+                metadatas=[_meta(e) for e in batch],
+                embeddings=embeddings[i:i + WRITE_BATCH],
+            )
+
+    def update_chunk_metadata(self, ids: list[str], metadatas: list[dict]) -> None:
+        for i in range(0, len(ids), WRITE_BATCH):
+            self.chunks.update(ids=ids[i:i + WRITE_BATCH], metadatas=metadatas[i:i + WRITE_BATCH])
 
     def get_papers(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
         """Records of some papers (those not in the index are left out)."""
