@@ -57,10 +57,12 @@ $(VENV)/.test-installed: $(VENV)/.installed
 test-deps: $(VENV)/.test-installed
 
 # The eval gate: thresholds just under the extractive mode's measured scores (single questions, then the chat
-# conversations of eval/conversations.jsonl), so a regression fails CI.
+# conversations of eval/conversations.jsonl), so a regression fails CI. Correctness went 0.918 -> 0.899 when the
+# reader (trained on QASPER, SciFact) began re-ranking abstract sentences: these questions are the ones the first
+# stage was fitted on; on the 42 held-out questions no fit has seen it went 0.974 -> 1.000.
 EVAL_GATES := --min-hit1 0.95 --min-hit5 0.985 --min-mrr 0.96 --min-ndcg5 0.955 --min-recall5 0.96 \
 	--min-citation-recall 0.99 --min-citation-precision 0.99 --min-cites-gold 0.96 --min-faithfulness 0.99 \
-	--min-correctness 0.91 --min-abstention 0.99 --min-abstain-unanswerable 0.99 --min-judge-agreement 0.78 \
+	--min-correctness 0.89 --min-abstention 0.99 --min-abstain-unanswerable 0.99 --min-judge-agreement 0.78 \
 	--min-conv-cites-gold 0.94 --min-conv-facts 0.77 --min-conv-follow-up-right 0.74 --min-conv-abstain 0.78 \
 	--max-conv-wrong-paper 0.02 --max-conv-false-abstain 0.03 --min-lead 0.83
 
@@ -68,9 +70,18 @@ lint: test-deps ## ruff (style and complexity bounds) and mypy over rag/ and ui/
 	$(BIN)/ruff check rag ui
 	$(BIN)/mypy
 
+QASPER := ../shared/qasper/qasper_dev.jsonl
+QASPER_GATES := --min-qasper-answer-f1 0.17 --min-qasper-evidence-f1 0.24 --max-qasper-false-abstain 0.08
+
 test: test-deps lint ## the linters, all tests (slow integration tests included), then the eval gate
 	$(BIN)/python -m pytest
 	$(BIN)/papers eval --mode extractive --out test-artifacts/eval $(EVAL_GATES)
+	@# QASPER: 30 papers of fold 0, which the shipped reader was trained without (the answer stage's four
+	@# constants were fitted on fold 0: their cross-fitted figures are in rag/answer/fitted/answer.json).
+	@# Measured 0.189 / 0.269 / 0.051; skipped where ../shared/qasper is not on the machine.
+	@if [ -f $(QASPER) ]; then $(BIN)/papers eval --qasper $(QASPER) --qasper-fold 0 --qasper-papers 30 \
+	  --qasper-data test-artifacts/qasper-data --out test-artifacts/qasper $(QASPER_GATES); \
+	else echo "QASPER gate skipped: $(QASPER) not found"; fi
 
 test-fast: test-deps lint
 	$(BIN)/python -m pytest -m "not slow"
