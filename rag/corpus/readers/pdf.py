@@ -26,6 +26,10 @@ are words of the document and the joined form is not ("mid-importance").
 
 The record's text is the abstract followed by the body sections, the references left out; `layout` maps
 character offsets in that text to (page, section), so chunks and citations name both.
+
+Every size, distance and share these rules compare against is a field of `PdfParams`
+(rag/corpus/readers/pdf_params.py, with the reason for its value), read here as `P`. `analyse` runs the passes
+in order; each pass is a function of its own below it.
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ from typing import Any
 
 from rag.corpus.readers.common import arxiv_of, clean_field, doi_of, link_of, year_of
 from rag.corpus.readers.fulltext import label_of
+from rag.corpus.readers.pdf_bounded import parse_bounded
 from rag.corpus.readers.pdf_layout import Line, Page, Word, read_page
+from rag.corpus.readers.pdf_params import PARAMS as P
 from rag.corpus.records import CorpusError, FileReport
 
-MAX_PAGES = 200
 _ABSTRACT_RE = re.compile(r"^\s*a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b[\s.:—–-]*", re.IGNORECASE)
 _KEYWORDS_RE = re.compile(r"^\s*(?:index\s+terms|key\s?words|key\s?phrases)\s*[—–:.-]", re.IGNORECASE)
 _NUMBERED_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)*\.?|[IVX]+\.)\s+\S")
@@ -153,7 +158,7 @@ class Vocabulary:
             return False
         # "mid-importance": both halves are words of the document (or its compounds), the joined form is not
         return (left.lower() in self.words or left.lower() in self.prefixes) and right.lower() in self.words \
-            and len(right) >= 3
+            and len(right) >= P.hyphen_min_part
 
 
 _URL_RE = re.compile(r"(?:https?:/*|www\.|://)\S*$")
@@ -178,10 +183,11 @@ def _url_continues(last: str, line: str, vocab: Vocabulary) -> bool:
         return True
     if not re.fullmatch(r"[a-z0-9_]+", core) or not vocab.words:
         return False
+    if core not in vocab.words:
+        return True
     tail = re.search(r"[a-z]+$", last)
     # "lost-in-the-middl" + "e": the piece completes the URL's last word ("middle" is a word, "middl" is not)
-    return core not in vocab.words or bool(tail) and tail.group(0) not in vocab.words \
-        and tail.group(0) + core in vocab.words
+    return tail is not None and tail.group(0) not in vocab.words and tail.group(0) + core in vocab.words
 
 
 def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary | None = None) -> str:
@@ -211,11 +217,13 @@ def _join(lines: list[str], compounds: set[str] | None = None, vocab: Vocabulary
 
 
 def _raised(w: Word, ln: Line) -> bool:
-    return w.size < 0.85 * ln.size and ln.baseline - w.baseline > 0.18 * ln.size
+    """A superscript or a footnote mark: smaller than its line's type and set above its baseline."""
+    return w.size < P.script_size * ln.size and ln.baseline - w.baseline > P.raised_by * ln.size
 
 
 def _lowered(w: Word, ln: Line) -> bool:
-    return w.size < 0.85 * ln.size and w.baseline - ln.baseline > 0.08 * ln.size
+    """A subscript: smaller than its line's type and set below its baseline."""
+    return w.size < P.script_size * ln.size and w.baseline - ln.baseline > P.lowered_by * ln.size
 
 
 def line_text(ln: Line, keep_marks: bool = False) -> str:
@@ -243,11 +251,11 @@ def _line_text(ln: Line, keep_marks: bool) -> str:
                 if _MARK_RE.match(text) and not keep_marks:
                     prev = w
                     continue
-            elif _lowered(w, ln) and gap < 0.3 * ln.size:
+            elif _lowered(w, ln) and gap < P.subscript_gap * ln.size:
                 out += text
                 prev = w
                 continue
-            elif gap < 0.06 * ln.size and not _raised(prev, ln) and not _lowered(prev, ln):
+            elif gap < P.small_caps_gap * ln.size and not _raised(prev, ln) and not _lowered(prev, ln):
                 out += text  # one word in two sizes (small capitals: "L" + "ARGE")
                 prev = w
                 continue
@@ -262,34 +270,44 @@ def _line_text(ln: Line, keep_marks: bool) -> str:
 # ---------------------------------------------------------------------------------------------- geometry
 
 
+def _half_points(size: float) -> float:
+    """A type size rounded to the half point (sizes of one style differ in the last digits)."""
+    return round(size * 2) / 2
+
+
 def _body_size(pages: list[Page]) -> float:
+    """The size most characters of the document are set in, to the half point."""
     weight: Counter[float] = Counter()
     for p in pages:
         for ln in p.lines:
-            weight[round(ln.size * 2) / 2] += ln.chars
-    return max(weight, key=lambda s: weight[s]) if weight else 10.0
+            weight[_half_points(ln.size)] += ln.chars
+    return max(weight, key=lambda s: weight[s]) if weight else P.default_body_size
 
 
 def _bodyish(ln: Line, body: float) -> bool:
-    return abs(ln.size - body) <= 0.15 * body and ln.chars >= 15 and ln.math < 0.35
+    """A line of body type: about the body size, a phrase long, mostly not mathematics."""
+    return abs(ln.size - body) <= P.body_size_tolerance * body and ln.chars >= P.body_min_chars \
+        and ln.math < P.body_max_math
 
 
 def _gutter(lines: list[Line], width: float, body: float) -> float | None:
     """The x of the empty strip between two columns, or None for a single-column page."""
     # lines of body type wider than a fifth of the page; full-width ones (a caption under a teaser figure, a
     # single-column page) say nothing about a gutter elsewhere on the page
-    prose = [ln for ln in lines if _bodyish(ln, body) and 0.2 * width < ln.x1 - ln.x0 < 0.7 * width]
-    if len(prose) < 8:
+    prose = [ln for ln in lines
+             if _bodyish(ln, body) and P.prose_min_width * width < ln.x1 - ln.x0 < P.prose_max_width * width]
+    if len(prose) < P.gutter_min_lines:
         return None
+    slack = P.gutter_slack_pt
     best: list[tuple[int, int]] = []
-    for x in range(int(0.3 * width), int(0.7 * width) + 1):
-        cross = sum(1 for ln in prose if ln.x0 < x - 1 and ln.x1 > x + 1)
+    for x in range(int(P.gutter_from * width), int(P.gutter_to * width) + 1):
+        cross = sum(1 for ln in prose if ln.x0 < x - slack and ln.x1 > x + slack)
         # full-width lines (a teaser caption, a wide table) may cross it: they stand between the columns' bands
-        if cross > 0.2 * len(prose):
+        if cross > P.gutter_max_crossing * len(prose):
             continue
-        left = sum(1 for ln in prose if ln.x1 <= x + 1)
-        right = sum(1 for ln in prose if ln.x0 >= x - 1)
-        if min(left, right) >= max(3, 0.1 * len(prose)):
+        left = sum(1 for ln in prose if ln.x1 <= x + slack)
+        right = sum(1 for ln in prose if ln.x0 >= x - slack)
+        if min(left, right) >= max(P.gutter_side_lines, P.gutter_side_share * len(prose)):
             best.append((cross, x))
     if not best:
         return None
@@ -299,7 +317,8 @@ def _gutter(lines: list[Line], width: float, body: float) -> float | None:
 
 
 def _columns(page: Page, gutter: float | None) -> None:
-    tol = 0.01 * page.width
+    """Each line's column: 1 left of the gutter, 2 right of it, 0 across it (or on a single-column page)."""
+    tol = P.column_tolerance * page.width
     for ln in page.lines:
         if gutter is None:
             ln.column = 0
@@ -314,12 +333,12 @@ def _columns(page: Page, gutter: float | None) -> None:
 def _reading_order(lines: list[Line], two_columns: bool, head: set[int] | None = None) -> list[Line]:
     """Left column, then right, between the full-width lines; the lines in `head` first, row by row."""
     rows = sorted(lines, key=lambda ln: (ln.baseline, ln.x0))
-    head = head or set()
-    rest = [ln for ln in rows if id(ln) not in head]
-    head = [ln for ln in rows if id(ln) in head]
+    head_ids = head or set()
+    rest = [ln for ln in rows if id(ln) not in head_ids]
+    first = [ln for ln in rows if id(ln) in head_ids]
     if not two_columns:
-        return head + rest
-    out: list[Line] = list(head)
+        return first + rest
+    out: list[Line] = list(first)
     band: list[Line] = []
 
     def close() -> None:
@@ -345,21 +364,25 @@ def _furniture(pages: list[Page], body: float) -> set[int]:
         for ln in p.lines:
             key = re.sub(r"\d+", "#", ln.text.lower()).strip()
             seen.setdefault(key, []).append((p.number, ln.baseline))
+    repeated = len(pages) >= P.furniture_min_pages
     for p in pages:
-        text_lines = [ln for ln in p.lines if _bodyish(ln, body) and ln.size >= 0.97 * body]
+        text_lines = [ln for ln in p.lines if _bodyish(ln, body) and ln.size >= P.text_block_size * body]
         top = min((ln.top for ln in text_lines), default=0.0)
         bottom = max((ln.bottom for ln in text_lines), default=p.height)
         lowest = max((ln.baseline for ln in p.lines), default=0.0)
         highest = min((ln.baseline for ln in p.lines), default=0.0)
         for ln in p.lines:
             key = re.sub(r"\d+", "#", ln.text.lower()).strip()
-            near_edge = ln.baseline < 0.1 * p.height or ln.baseline > 0.9 * p.height
-            others = {n for n, b in seen.get(key, []) if n != p.number and abs(b - ln.baseline) < 0.02 * p.height}
-            if len(pages) >= 3 and len(others) >= min(2, len(pages) - 1) and (near_edge or len(key) < 60):
+            near_edge = ln.baseline < P.page_head * p.height or ln.baseline > P.page_foot * p.height
+            others = {n for n, b in seen.get(key, [])
+                      if n != p.number and abs(b - ln.baseline) < P.repeat_height * p.height}
+            if repeated and len(others) >= min(P.furniture_repeats, len(pages) - 1) \
+                    and (near_edge or len(key) < P.furniture_max_chars):
                 out.add(id(ln))
             elif _PAGE_NUMBER_RE.match(ln.text) and (near_edge or ln.baseline >= lowest or ln.baseline <= highest):
                 out.add(id(ln))  # a page number: the page's first or last line
-            elif near_edge and ln.size < 0.97 * body and (ln.bottom <= top + 1 or ln.top >= bottom - 1):
+            elif near_edge and ln.size < P.text_block_size * body \
+                    and (ln.bottom <= top + P.edge_slack_pt or ln.top >= bottom - P.edge_slack_pt):
                 out.add(id(ln))
     return out
 
@@ -367,11 +390,12 @@ def _furniture(pages: list[Page], body: float) -> set[int]:
 def _column_width(lines: list[Line], body: float) -> dict[int, tuple[float, float]]:
     """Per column, the left edge and width of its body text (from the lines of body type)."""
     out: dict[int, tuple[float, float]] = {}
+    q = P.column_edge_quantile
     for col in (0, 1, 2):
         xs = [ln for ln in lines if ln.column == col and _bodyish(ln, body)]
-        if len(xs) >= 3:
-            x0 = sorted(ln.x0 for ln in xs)[len(xs) // 10]
-            x1 = sorted(ln.x1 for ln in xs)[(len(xs) * 9) // 10]
+        if len(xs) >= P.column_min_lines:
+            x0 = sorted(ln.x0 for ln in xs)[len(xs) // q]
+            x1 = sorted(ln.x1 for ln in xs)[(len(xs) * (q - 1)) // q]
             out[col] = (x0, max(1.0, x1 - x0))
     return out
 
@@ -380,22 +404,26 @@ def _column_width(lines: list[Line], body: float) -> dict[int, tuple[float, floa
 
 
 def _heading_like(ln: Line, body: float) -> bool:
+    """A line set as a section heading: short, larger than the body or bold, or numbered in capitals."""
     text = line_text(ln).strip()
-    if not text or len(text) > 100 or len(text.split()) > 14 or text.endswith((",", ";")):
+    if not text or len(text) > P.heading_max_chars or len(text.split()) > P.heading_max_words \
+            or text.endswith((",", ";")):
         return False
-    if not re.search(r"[^\W\d_]{2}", text) or _CAPTION_RE.match(text) or ln.math >= 0.3:
+    if not re.search(r"[^\W\d_]{2}", text) or _CAPTION_RE.match(text) or ln.math >= P.math_share:
         return False
     if text.endswith(".") and not re.match(r"^(?:\d+|[A-Z])\.\s", text):
         return False
     # a section title opens with a capital: "2.87 while using ..." is a line of text that starts with a figure
     numbered = bool(_NUMBERED_RE.match(text)) and not re.match(r"\S+\s+[a-z]", text)
-    if ln.size >= body * 1.1 and (ln.bold or ln.size >= body * 1.15 or numbered):
+    if ln.size >= body * P.heading_size and (ln.bold or ln.size >= body * P.heading_big or numbered):
         return True
-    if ln.bold and ln.size >= body * 0.9 and (numbered or len(text.split()) <= 6 and text[:1].isupper()):
+    if ln.bold and ln.size >= body * P.heading_bold_size \
+            and (numbered or len(text.split()) <= P.heading_short_words and text[:1].isupper()):
         return True
     letters = [c for c in text if c.isalpha()]
     # "1 INTRODUCTION": numbered, in capitals, at body size (ICLR and others)
-    return numbered and len(letters) >= 4 and all(c.isupper() for c in letters) and ln.size >= body * 0.9
+    return numbered and len(letters) >= P.heading_caps_letters and all(c.isupper() for c in letters) \
+        and ln.size >= body * P.heading_bold_size
 
 
 def _split_run_in(lines: list[Line], body: float) -> list[Line]:
@@ -409,9 +437,10 @@ def _split_run_in(lines: list[Line], body: float) -> list[Line]:
         prev = lines[i - 1] if i else None
         opens = prev is None or prev.page != ln.page or prev.column != ln.column or \
             line_text(prev).rstrip().endswith((".", ":", "?", "!")) or prev.bold
-        if not (2 <= n <= 10 and n < len(words) and opens and abs(ln.size - body) <= 0.1 * body
+        if not (P.run_in_min_words <= n <= P.run_in_max_words and n < len(words) and opens
+                and abs(ln.size - body) <= P.run_in_size_tolerance * body
                 and words[0].text[:1].isupper() and not any(w.bold for w in words[n:])
-                and not _CAPTION_RE.match(ln.text) and ln.math < 0.3
+                and not _CAPTION_RE.match(ln.text) and ln.math < P.math_share
                 # "Theorem 1", "Definition 2": a numbered label opens a statement, not a part of the section
                 and not re.fullmatch(r"[A-Z][a-z]+\.? [\dIVX]+(?:\.\d+)*[.:]?", " ".join(w.text for w in words[:n]))):
             out.append(ln)
@@ -423,25 +452,29 @@ def _split_run_in(lines: list[Line], body: float) -> list[Line]:
 
 
 def _letters(text: str) -> float:
+    """The share of letters among the text's non-space characters."""
     chars = [c for c in text if not c.isspace()]
     return sum(c.isalpha() for c in chars) / max(1, len(chars))
 
 
 def _numeric(text: str) -> float:
+    """The share of the text's words that are numbers ("12.5", "(3)", "+4%", "2x")."""
     tokens = text.split()
     return sum(1 for t in tokens if re.fullmatch(r"[-+±~≈<>(]*[\d.,]+[%x×)*]*", t)) / max(1, len(tokens))
 
 
 def _blocks(lines: list[Line], body: float) -> list[Block]:
+    """Lines in reading order -> blocks: a block goes on while lines follow one another closely in one column
+    and size, overlapping across, with no heading or caption between."""
     blocks: list[Block] = []
     cur: list[Line] = []
     for ln in lines:
         if cur:
             prev = cur[-1]
             same = (ln.page == prev.page and ln.column == prev.column
-                    and -0.2 * ln.size <= ln.baseline - prev.baseline <= 1.75 * max(ln.size, prev.size)
-                    and abs(ln.size - prev.size) <= 0.12 * max(ln.size, prev.size)
-                    and min(ln.x1, prev.x1) - max(ln.x0, prev.x0) > -0.5 * ln.size
+                    and -P.line_rise * ln.size <= ln.baseline - prev.baseline <= P.line_gap * max(ln.size, prev.size)
+                    and abs(ln.size - prev.size) <= P.block_size_change * max(ln.size, prev.size)
+                    and min(ln.x1, prev.x1) - max(ln.x0, prev.x0) > -P.block_overlap * ln.size
                     and not _heading_like(ln, body) and not _heading_like(prev, body)
                     and not _CAPTION_RE.match(line_text(ln)))
             if not same:
@@ -454,7 +487,7 @@ def _blocks(lines: list[Line], body: float) -> list[Block]:
 
 
 def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, float]],
-          height: float = 792.0) -> str:
+          height: float = P.default_page_height) -> str:
     """What a block in the body of the paper is (title, authors and abstract are found before)."""
     lines = block.lines
     first = line_text(lines[0])
@@ -462,26 +495,32 @@ def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, 
         return "caption"
     size = sorted(ln.size for ln in lines)[len(lines) // 2]
     opens_with_mark = _raised(lines[0].words[0], lines[0]) or bool(re.match(r"^[\d*†‡§¶∗⋆]\s?\S", first)) \
-        and lines[0].words[0].size < lines[0].size * 0.9
-    if size <= 0.92 * body and lines[-1].baseline > 0.6 * height and (opens_with_mark or _raised(
-            lines[0].words[0], lines[0])):
+        and lines[0].words[0].size < lines[0].size * P.mark_size
+    if size <= P.footnote_size * body and lines[-1].baseline > P.footnote_below * height \
+            and (opens_with_mark or _raised(lines[0].words[0], lines[0])):
         return "footnote"
-    if len(lines) <= 2 and all(_heading_like(ln, body) for ln in lines):
+    if len(lines) <= P.heading_max_lines and all(_heading_like(ln, body) for ln in lines):
         return "heading"
-    if size < 0.85 * body:
+    if size < P.small_type * body:
         return "small"  # footnotes, figure labels, tables in small type
+    return _text_kind(block, body, widths)
+
+
+def _text_kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, float]]) -> str:
+    """A block of body-size type: equation, table, body text or figure (labels, short lines, numbers)."""
+    lines = block.lines
     text = " ".join(line_text(ln) for ln in lines)
-    if sum(ln.math for ln in lines) / len(lines) >= 0.3 or _letters(text) < 0.45:
-        return "equation" if "=" in text or sum(ln.math for ln in lines) / len(lines) >= 0.3 else "table"
-    if _numeric(text) >= 0.35:
+    if sum(ln.math for ln in lines) / len(lines) >= P.math_share or _letters(text) < P.table_letters:
+        return "equation" if "=" in text or sum(ln.math for ln in lines) / len(lines) >= P.math_share else "table"
+    if _numeric(text) >= P.numeric_share:
         return "table"
     x0, width = widths.get((block.page, lines[0].column), (lines[0].x0, max(ln.x1 - ln.x0 for ln in lines)))
-    full = [ln for ln in lines if ln.x1 - ln.x0 >= 0.75 * width]
-    if len(full) >= max(1, 0.5 * len(lines)) and _letters(text) >= 0.6:
+    full = [ln for ln in lines if ln.x1 - ln.x0 >= P.full_line * width]
+    if len(full) >= max(1, P.full_lines_share * len(lines)) and _letters(text) >= P.prose_letters:
         return "body"
     # a paragraph's last lines at the top of a column: a sentence's end, starting at the column's left edge
-    if len(lines) <= 3 and re.search(r"[.?!:;)]$", text) and _letters(text) >= 0.7 \
-            and abs(lines[0].x0 - x0) <= 1.5 * body and len(text.split()) >= 3:
+    if len(lines) <= P.tail_max_lines and re.search(r"[.?!:;)]$", text) and _letters(text) >= P.tail_letters \
+            and abs(lines[0].x0 - x0) <= P.tail_indent * body and len(text.split()) >= P.tail_min_words:
         return "body"
     return "figure"
 
@@ -489,16 +528,14 @@ def _kind(block: Block, body: float, widths: dict[tuple[int, int], tuple[float, 
 # ----------------------------------------------------------------------------------------- first page
 
 
-def _style(ln: Line) -> tuple[str, float]:
-    return ln.font, round(ln.size * 2) / 2
 
 
 def _names_of(ln: Line, style: tuple[str, float]) -> list[str]:
     """Author names in one row segment: words of the author style, cut at marks, commas and "and"."""
     pieces: list[list[str]] = [[]]
     for w in ln.words:
-        in_style = w.font == style[0] and abs(w.size - style[1]) <= 0.6
-        mark = _raised(w, ln) or w.size < 0.85 * ln.size or not in_style or _MARK_RE.match(w.text) and \
+        in_style = w.font == style[0] and abs(w.size - style[1]) <= P.author_size_tolerance_pt
+        mark = _raised(w, ln) or w.size < P.script_size * ln.size or not in_style or _MARK_RE.match(w.text) and \
             not w.text[:1].isalpha()
         if mark or _EMAIL_RE.search(w.text):
             if pieces[-1]:
@@ -513,18 +550,20 @@ def _names_of(ln: Line, style: tuple[str, float]) -> list[str]:
         for name in _AUTHOR_SPLIT_RE.split(_normalise(" ".join(piece))):
             name = name.strip(_NAME_MARKS + ".")
             if name.lower().startswith("and "):
-                name = name[4:]
+                name = name[len("and "):]
             if _name_like(name):
                 names.append(name)
     return names
 
 
 def _name_like(name: str) -> bool:
+    """A person's name: a few words, capitalised (the last one too), no digits, e-mail or punctuation."""
     tokens = name.split()
-    if not 2 <= len(tokens) <= 5 or re.search(r"[\d@()/:]", name):
+    if not P.name_min_words <= len(tokens) <= P.name_max_words or re.search(r"[\d@()/:]", name):
         return False
     caps = [t for t in tokens if t[:1].isupper()]
-    return len(caps) >= 2 and tokens[-1][:1].isupper() and all(len(t) <= 20 for t in tokens)
+    return len(caps) >= P.name_min_capitals and tokens[-1][:1].isupper() \
+        and all(len(t) <= P.name_max_word_chars for t in tokens)
 
 
 def _authors(rows: list[list[Line]]) -> list[str]:
@@ -542,25 +581,26 @@ def _authors(rows: list[list[Line]]) -> list[str]:
                 main = max(seg.main_words(), key=lambda w: len(w.text), default=None)
                 if main is None:
                     continue
-                candidate = (main.font, round(main.size * 2) / 2)
+                candidate = (main.font, _half_points(main.size))
                 if _names_of(seg, candidate):
                     style = candidate
                     break
             if style is None:
                 continue
-        in_style = [seg for seg in row if any(w.font == style[0] and abs(w.size - style[1]) <= 0.6
-                                              for w in seg.words)]
+        in_style = [seg for seg in row
+                    if any(w.font == style[0] and abs(w.size - style[1]) <= P.author_size_tolerance_pt
+                           for w in seg.words)]
         if not in_style:
             other_between = True
             continue
         baseline = in_style[0].baseline
-        if last is not None and baseline - last > 1.5 * style[1] and not other_between:
+        if last is not None and baseline - last > P.author_row_gap * style[1] and not other_between:
             break
         found = [n for seg in in_style for n in _names_of(seg, style)]
         if not found and names:
             break
-        if other_between and names and len(found) < 2 and not any(
-                abs(seg.x0 - x) < 0.5 * style[1] for seg in in_style for x in starts):
+        if other_between and names and len(found) < P.author_grid_names and not any(
+                abs(seg.x0 - x) < P.author_grid_align * style[1] for seg in in_style for x in starts):
             break  # one more "name" under the e-mails or affiliations, not in the authors' grid: an affiliation
         names.extend(found)
         starts.extend(seg.x0 for seg in in_style)
@@ -569,9 +609,10 @@ def _authors(rows: list[list[Line]]) -> list[str]:
 
 
 def _rows(lines: list[Line]) -> list[list[Line]]:
+    """Lines grouped into rows on one baseline, top to bottom."""
     rows: list[list[Line]] = []
     for ln in sorted(lines, key=lambda ln: (ln.baseline, ln.x0)):
-        if rows and abs(rows[-1][0].baseline - ln.baseline) <= 0.3 * ln.size:
+        if rows and abs(rows[-1][0].baseline - ln.baseline) <= P.row_tolerance * ln.size:
             rows[-1].append(ln)
         else:
             rows.append([ln])
@@ -579,6 +620,7 @@ def _rows(lines: list[Line]) -> list[list[Line]]:
 
 
 def _is_abstract_heading(ln: Line, body: float) -> bool:
+    """"Abstract" alone on its line, or run in ("Abstract—", "ABSTRACT.") before the abstract's text."""
     text = line_text(ln)
     if not _ABSTRACT_RE.match(text):
         return False
@@ -587,8 +629,9 @@ def _is_abstract_heading(ln: Line, body: float) -> bool:
         return True  # "Abstract" alone on its line
     first = ln.words[0]
     # run in: "Abstract." / "Abstract—" set bold, italic, in capitals or larger than the text after it
-    return first.bold or first.italic or text[:8].isupper() or first.size > 1.05 * ln.words[-1].size \
-        or text[8:9] in ".:—–-"
+    label = len("Abstract")
+    return first.bold or first.italic or text[:label].isupper() \
+        or first.size > P.abstract_label_larger * ln.words[-1].size or text[label:label + 1] in ".:—–-"
 
 
 # ------------------------------------------------------------------------------------------------- parse
@@ -605,7 +648,7 @@ def _pdf_error(error: BaseException) -> Exception:
 
 
 def read_pages(path: Path) -> tuple[list[Page], dict[str, str], int]:
-    """Every page's lines (up to MAX_PAGES), the document's Info metadata and its page count."""
+    """Every page's lines (up to `P.max_pages`), the document's Info metadata and its page count."""
     import pypdfium2
 
     try:
@@ -620,7 +663,7 @@ def read_pages(path: Path) -> tuple[list[Page], dict[str, str], int]:
             meta = {}
         fonts: dict[int, tuple[str, bool, bool]] = {}
         pages = []
-        for i in range(min(n_pages, MAX_PAGES)):
+        for i in range(min(n_pages, P.max_pages)):
             page = doc[i]
             try:
                 pages.append(read_page(page, i + 1, fonts))
@@ -638,62 +681,24 @@ def parse_pdf(path: Path) -> Parsed:
 
     pages, meta, n_pages = read_pages(path)
     chars = sum(ln.chars for p in pages for ln in p.lines)
-    if chars < 200:
+    if chars < P.min_text_chars:
         raise CorpusError(f"no text layer ({n_pages} page{'s' if n_pages != 1 else ''}, {chars} characters of "
                           "text): a scanned PDF? Run OCR first (e.g. ocrmypdf) and ingest the result")
     return analyse(pages, meta, n_pages)
 
 
 def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
+    """The paper in its pages' lines, in passes: body size and running furniture; columns; the first page's
+    title and head (authors, affiliations) down to the abstract; reading order; blocks of lines and their kinds
+    and sections; each block's text; sections and paragraphs; what the first page and the Info dictionary say
+    of the paper."""
     body = _body_size(pages)
     furniture = _furniture(pages, body)
-    two_columns: dict[int, bool] = {}
-    for p in pages:
-        p.lines = [ln for ln in p.lines if ln.text.strip()]
-        g = _gutter([ln for ln in p.lines if id(ln) not in furniture], p.width, body)
-        _columns(p, g)
-        two_columns[p.number] = g is not None
+    two_columns = _layout(pages, body, furniture)
     first = pages[0]
-    # The title: the largest type in the top part of the first page.
-    top_lines = [ln for ln in first.lines if id(ln) not in furniture and ln.baseline < 0.5 * first.height
-                 and re.search(r"[^\W\d_]{2}", ln.text)]
-    title_lines: list[Line] = []
-    if top_lines:
-        big = max(ln.size for ln in top_lines)
-        if big >= 1.15 * body:
-            for ln in sorted(top_lines, key=lambda ln: ln.baseline):
-                if ln.size >= big - 0.5:
-                    if title_lines and ln.baseline - title_lines[-1].baseline > 2.0 * big:
-                        break
-                    title_lines.append(ln)
-                elif title_lines and ln.size < big - 0.5:
-                    break
+    title_lines = _title_lines(first, furniture, body)
     title_end = max((ln.baseline for ln in title_lines), default=-1.0)
-    # The head of the first page runs down to the abstract heading (or the first line of body text).
-    abstract_heading = next((ln for ln in sorted(first.lines, key=lambda ln: ln.baseline)
-                             if ln.baseline > title_end and _is_abstract_heading(ln, body)), None)
-    if abstract_heading is not None:
-        head_end = abstract_heading.baseline - 0.3 * abstract_heading.size
-    else:
-        body_lines = [ln for ln in first.lines if ln.baseline > title_end and _bodyish(ln, body)
-                      and ln.chars >= 40 and id(ln) not in furniture]
-        head_end = min((ln.baseline for ln in body_lines), default=title_end) - 0.3 * body
-    # Above the abstract, a two-column page's column text below the last full-width line of the head is the
-    # columns' (the right column may start above the abstract heading of the left one).
-    above = [ln for ln in first.lines if ln.baseline < head_end and id(ln) not in furniture]
-    head_ids = {id(ln) for ln in above}
-    for col in (1, 2):
-        # a column's text above the head's end (the right column may start above the left one's abstract
-        # heading): two or more lines of body type, set line after line, each holding a phrase
-        chain: list[Line] = []
-        for ln in sorted((ln for ln in above if ln.column == col), key=lambda ln: ln.baseline) + [None]:
-            if ln is not None and _bodyish(ln, body) and ln.chars >= 30 and (
-                    not chain or ln.baseline - chain[-1].baseline <= 1.75 * max(ln.size, chain[-1].size)):
-                chain.append(ln)
-                continue
-            if len(chain) >= 2:
-                head_ids.difference_update(id(x) for x in chain)
-            chain = [ln] if ln is not None and _bodyish(ln, body) and ln.chars >= 30 else []
+    head_ids = _head_ids(first, furniture, body, _head_end(first, furniture, body, title_end))
     ordered: list[Line] = []
     for p in pages:
         lines = [ln for ln in p.lines if id(ln) not in furniture]
@@ -704,115 +709,245 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
     # Body.
     vocab = Vocabulary.of([line_text(ln) for ln in ordered])
     rest = [ln for ln in ordered if id(ln) not in head_ids]
+    widths = _widths(pages, furniture, body)
+    blocks = _blocks(_split_run_in(rest, body), body)
+    reader = _SectionReader(body, widths, {p.number: p.height for p in pages})
+    for b in blocks:
+        reader.read(b)
+    texts = _block_texts(blocks, vocab, reader.run_in_label)
+    blocks, texts = _asides_last(blocks, texts)
+    sections, paragraphs = _sections(blocks, texts)
+    abstract = " ".join(t for _p, h, t in sections if h == "Abstract")
+    if not abstract:
+        abstract = next((t for _p, h, t in sections if t), "")
+    title, authors = _with_info(title, authors, meta)
+    printed = _printed(first, furniture, body, meta)
+    return Parsed(title=title, authors=authors, abstract=abstract, stamp=printed.stamp, sections=sections,
+                  paragraphs=paragraphs, pages=n_pages,
+                  venue=printed.venue, year=printed.year, doi=printed.doi,
+                  arxiv=printed.arxiv, unmapped=sum(p.unmapped for p in pages),
+                  blocks=[(b.page, b.kind, b.section, t) for b, t in zip(blocks, texts)])
+
+
+# ------------------------------------------------------------------------------------- analyse's passes
+
+
+def _layout(pages: list[Page], body: float, furniture: set[int]) -> dict[int, bool]:
+    """Empty lines dropped, each page's gutter found and each line's column set; page number -> two columns."""
+    two_columns: dict[int, bool] = {}
+    for p in pages:
+        p.lines = [ln for ln in p.lines if ln.text.strip()]
+        g = _gutter([ln for ln in p.lines if id(ln) not in furniture], p.width, body)
+        _columns(p, g)
+        two_columns[p.number] = g is not None
+    return two_columns
+
+
+def _title_lines(first: Page, furniture: set[int], body: float) -> list[Line]:
+    """The title: the largest type in the top part of the first page, if it is larger than the body, in lines
+    of that size one under the other."""
+    top_lines = [ln for ln in first.lines if id(ln) not in furniture and ln.baseline < P.title_zone * first.height
+                 and re.search(r"[^\W\d_]{2}", ln.text)]
+    title_lines: list[Line] = []
+    if top_lines:
+        big = max(ln.size for ln in top_lines)
+        if big >= P.title_size * body:
+            for ln in sorted(top_lines, key=lambda ln: ln.baseline):
+                if ln.size >= big - P.title_size_tolerance_pt:
+                    if title_lines and ln.baseline - title_lines[-1].baseline > P.title_line_gap * big:
+                        break
+                    title_lines.append(ln)
+                elif title_lines and ln.size < big - P.title_size_tolerance_pt:
+                    break
+    return title_lines
+
+
+def _head_end(first: Page, furniture: set[int], body: float, title_end: float) -> float:
+    """Where the head of the first page ends: above the abstract heading (or the first line of body text)."""
+    abstract_heading = next((ln for ln in sorted(first.lines, key=lambda ln: ln.baseline)
+                             if ln.baseline > title_end and _is_abstract_heading(ln, body)), None)
+    if abstract_heading is not None:
+        return abstract_heading.baseline - P.head_gap * abstract_heading.size
+    body_lines = [ln for ln in first.lines if ln.baseline > title_end and _bodyish(ln, body)
+                  and ln.chars >= P.head_body_chars and id(ln) not in furniture]
+    return min((ln.baseline for ln in body_lines), default=title_end) - P.head_gap * body
+
+
+def _head_ids(first: Page, furniture: set[int], body: float, head_end: float) -> set[int]:
+    """ids of the head's lines: the first page's lines above the head's end, less a two-column page's column
+    text there (the right column may start above the abstract heading of the left one)."""
+    above = [ln for ln in first.lines if ln.baseline < head_end and id(ln) not in furniture]
+    head_ids = {id(ln) for ln in above}
+
+    def prose(ln: Line | None) -> bool:
+        return ln is not None and _bodyish(ln, body) and ln.chars >= P.column_chain_chars
+
+    for col in (1, 2):
+        # a column's text: two or more lines of body type, set line after line, each holding a phrase
+        chain: list[Line] = []
+        for ln in [*sorted((ln for ln in above if ln.column == col), key=lambda ln: ln.baseline), None]:
+            if ln is not None and prose(ln) and (
+                    not chain or ln.baseline - chain[-1].baseline <= P.line_gap * max(ln.size, chain[-1].size)):
+                chain.append(ln)
+                continue
+            if len(chain) >= P.column_chain_lines:
+                head_ids.difference_update(id(x) for x in chain)
+            chain = [ln] if ln is not None and prose(ln) else []
+    return head_ids
+
+
+def _widths(pages: list[Page], furniture: set[int], body: float) -> dict[tuple[int, int], tuple[float, float]]:
+    """(page, column) -> the left edge and width of that column's body text."""
     widths: dict[tuple[int, int], tuple[float, float]] = {}
     for p in pages:
         for col, w in _column_width([ln for ln in p.lines if id(ln) not in furniture], body).items():
             widths[(p.number, col)] = w
-    blocks = _blocks(_split_run_in(rest, body), body)
-    heights = {p.number: p.height for p in pages}
-    section = ""
-    in_abstract = False
-    in_references = False
-    run_in_label: Block | None = None
+    return widths
+
+
+@dataclass
+class _SectionReader:
+    """Gives each block of the body, read in order, its kind and section: the abstract runs from its heading
+    (or run-in label) while its blocks keep its size, headings open sections, the references run from their
+    heading to the next one, and keywords end the abstract."""
+
+    body: float
+    widths: dict[tuple[int, int], tuple[float, float]]
+    heights: dict[int, float]
+    section: str = ""
+    in_abstract: bool = False
+    in_references: bool = False
+    run_in_label: Block | None = None  # "Abstract—Speech enhancement ...": the label is not the abstract's text
     abstract_style: tuple[float, float] | None = None
-    # The last body block and its section, and the unnumbered heading seen since (see below).
-    last_body: Block | None = None
-    label_heading = False
-    for b in blocks:
+    last_body: Block | None = None  # the last body block (and so its section)
+    label_heading: bool = False  # an unnumbered heading was read since the last body block
+
+    def read(self, b: Block) -> None:
         first_text = line_text(b.lines[0])
-        if not in_abstract and section == "" and _is_abstract_heading(b.lines[0], body) and abstract_style is None:
-            in_abstract, section = True, "Abstract"
-            rest_text = _ABSTRACT_RE.sub("", first_text, count=1)
-            if rest_text or len(b.lines) > 1:
-                b.kind = "abstract"
-                run_in_label = b  # "Abstract—Speech enhancement ...": the label is not the abstract's text
-                abstract_style = (b.lines[-1].size, b.lines[-1].x1 - b.lines[-1].x0)
-            else:
-                b.kind = "heading"
-            b.section = section
-            continue
-        kind = _kind(b, body, widths, heights[b.page])
-        if _KEYWORDS_RE.match(first_text) and not in_references:
+        if not self.in_abstract and self.section == "" and _is_abstract_heading(b.lines[0], self.body) \
+                and self.abstract_style is None:
+            self._abstract_heading(b, first_text)
+            return
+        kind = _kind(b, self.body, self.widths, self.heights[b.page])
+        if _KEYWORDS_RE.match(first_text) and not self.in_references:
             # "Index Terms—speech enhancement, ..." set bold throughout (IEEE) reads like a heading: it is not one
-            in_abstract, b.kind, b.section, section = False, "keywords", "", ""
-            continue
-        if kind == "heading":
-            heading = clean_field(" ".join(line_text(ln) for ln in b.lines))
-            in_abstract = False
-            if _END_SECTIONS_RE.match(heading):
-                in_references = True
-            elif in_references and not (_NUMBERED_RE.match(heading) or b.lines[0].size >= 1.1 * body):
-                b.kind, b.section = "reference", section  # a bold line inside the reference list
-                continue
-            else:
-                in_references = False
-            section = heading
-            label_heading = not _NUMBERED_RE.match(heading)
-            b.kind, b.section = "heading", section
-            continue
-        if in_abstract and kind in ("footnote", "small", "figure", "caption", "table", "equation"):
+            self.in_abstract, b.kind, b.section, self.section = False, "keywords", "", ""
+        elif kind == "heading":
+            self._heading(b)
+        elif self.in_abstract:
+            self._abstract_block(b, kind, first_text)
+        else:
+            self._body_block(b, kind, first_text)
+
+    def _abstract_heading(self, b: Block, first_text: str) -> None:
+        self.in_abstract, self.section = True, "Abstract"
+        rest_text = _ABSTRACT_RE.sub("", first_text, count=1)
+        if rest_text or len(b.lines) > 1:
+            b.kind = "abstract"
+            self.run_in_label = b
+            self.abstract_style = (b.lines[-1].size, b.lines[-1].x1 - b.lines[-1].x0)
+        else:
+            b.kind = "heading"
+        b.section = self.section
+
+    def _heading(self, b: Block) -> None:
+        heading = clean_field(" ".join(line_text(ln) for ln in b.lines))
+        self.in_abstract = False
+        if _END_SECTIONS_RE.match(heading):
+            self.in_references = True
+        elif self.in_references and not (_NUMBERED_RE.match(heading) or b.lines[0].size >= P.heading_size * self.body):
+            b.kind, b.section = "reference", self.section  # a bold line inside the reference list
+            return
+        else:
+            self.in_references = False
+        self.section = heading
+        self.label_heading = not _NUMBERED_RE.match(heading)
+        b.kind, b.section = "heading", self.section
+
+    def _abstract_block(self, b: Block, kind: str, first_text: str) -> None:
+        if kind in ("footnote", "small", "figure", "caption", "table", "equation"):
             b.kind, b.section = kind, ""  # a footnote or figure beside the abstract does not end it
-            continue
-        if in_abstract:
-            size = sorted(ln.size for ln in b.lines)[len(b.lines) // 2]
-            run_in = _RUN_IN_RE.match(first_text) and (b.lines[0].words[0].bold or b.lines[0].words[0].italic)
-            if abstract_style is None:
-                abstract_style = (size, 0.0)
-            if run_in:
-                in_abstract, b.kind, b.section = False, "keywords", ""  # "Keywords:", "Index Terms—"
-                section = ""
-                continue
-            if abs(size - abstract_style[0]) > 0.08 * abstract_style[0] or kind not in ("body",):
-                in_abstract = kind == "body" and not run_in and abs(size - abstract_style[0]) <= 0.08 * size
-                if not in_abstract:
-                    section = section if section != "Abstract" else ""
-                    b.kind, b.section = ("body" if kind == "body" else kind), section
-                    continue
-            b.kind, b.section = "abstract", "Abstract"
-            continue
-        if kind == "body" and not in_references and label_heading and last_body is not None \
-                and first_text[:1].islower() and not line_text(last_body.lines[-1]).rstrip().endswith((".", "?", "!", ":")):
+            return
+        size = sorted(ln.size for ln in b.lines)[len(b.lines) // 2]
+        run_in = _RUN_IN_RE.match(first_text) and (b.lines[0].words[0].bold or b.lines[0].words[0].italic)
+        if self.abstract_style is None:
+            self.abstract_style = (size, 0.0)
+        if run_in:
+            self.in_abstract, b.kind, b.section = False, "keywords", ""  # "Keywords:", "Index Terms—"
+            self.section = ""
+            return
+        style = self.abstract_style[0]
+        if abs(size - style) > P.abstract_size_tolerance * style or kind not in ("body",):
+            self.in_abstract = kind == "body" and abs(size - style) <= P.abstract_size_tolerance * size
+            if not self.in_abstract:
+                self.section = self.section if self.section != "Abstract" else ""
+                b.kind, b.section = ("body" if kind == "body" else kind), self.section
+                return
+        b.kind, b.section = "abstract", "Abstract"
+
+    def _body_block(self, b: Block, kind: str, first_text: str) -> None:
+        if kind == "body" and not self.in_references and self.label_heading and self.last_body is not None \
+                and first_text[:1].islower() \
+                and not line_text(self.last_body.lines[-1]).rstrip().endswith((".", "?", "!", ":")):
             # A section never opens mid-sentence: the unnumbered bold lines since the last body block were the
             # column heads of a table or figure ("Negative samples from"), and this block goes on with the
             # sentence the last one left open, in its section.
-            section = last_body.section
-        b.kind = "reference" if in_references and kind in ("body", "figure", "small", "footnote") else kind
-        b.section = section
-        if kind == "body" and not in_references:
-            last_body, label_heading = b, False
-    # Text of each block; a word hyphenated across two blocks (column or page break) is completed in the first.
+            self.section = self.last_body.section
+        b.kind = "reference" if self.in_references and kind in ("body", "figure", "small", "footnote") else kind
+        b.section = self.section
+        if kind == "body" and not self.in_references:
+            self.last_body, self.label_heading = b, False
+
+
+def _block_texts(blocks: list[Block], vocab: Vocabulary, run_in_label: Block | None) -> list[str]:
+    """Text of each block; a word hyphenated across two blocks (column or page break) is completed in the
+    first."""
     texts = [_join([line_text(ln) for ln in b.lines], vocab=vocab) for b in blocks]
     if run_in_label is not None:
         i = next(j for j, b in enumerate(blocks) if b is run_in_label)
         texts[i] = _ABSTRACT_RE.sub("", texts[i], count=1)
-    keep = ("abstract", "body")
+    prose = ("abstract", "body")
     for i, b in enumerate(blocks):
-        if b.kind not in keep or not texts[i].endswith("-"):
+        if b.kind not in prose or not texts[i].endswith("-"):
             continue
-        nxt = next((j for j in range(i + 1, len(blocks)) if blocks[j].kind in keep), None)
+        nxt = next((j for j in range(i + 1, len(blocks)) if blocks[j].kind in prose), None)
         if nxt is None or not texts[nxt][:1].islower():
             continue
         joined = _join([texts[i], texts[nxt]], vocab=vocab)
         head_part = texts[i][:-1] if not joined.startswith(texts[i]) else texts[i]
-        word = re.match(r"\S+", texts[nxt]).group(0)
+        first_word = re.match(r"\S+", texts[nxt])
+        if first_word is None:  # never: the text opens with a letter
+            continue
+        word = first_word.group(0)
         texts[i] = (joined[:len(head_part)] + word) if joined.startswith(head_part) else texts[i]
         texts[nxt] = texts[nxt][len(word):].lstrip()
-    # Captions and footnotes are prose, quoted as printed: each page's come after its body text (so they never
-    # cut a sentence running from one column into the next), a caption as its own section ("Figure 5").
+    return texts
+
+
+def _asides_last(blocks: list[Block], texts: list[str]) -> tuple[list[Block], list[str]]:
+    """Captions and footnotes are prose, quoted as printed: each page's come after its body text (so they never
+    cut a sentence running from one column into the next), a caption as its own section ("Figure 5")."""
     for b, text in zip(blocks, texts):
         if b.kind == "caption":
             m = _CAPTION_RE.match(text)
             b.section = re.sub(r"\s+", " ", m.group(0)).rstrip(".:| ") if m else "Caption"
     aside = ("caption", "footnote")
     order = sorted(range(len(blocks)), key=lambda i: (blocks[i].page, blocks[i].kind in aside, i))
-    blocks, texts = [blocks[i] for i in order], [texts[i] for i in order]
-    keep = ("abstract", "body", "caption", "footnote")
+    return [blocks[i] for i in order], [texts[i] for i in order]
+
+
+def _sections(blocks: list[Block], texts: list[str]) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
+    """(page, section, text) of the quoted blocks, joined per page and section, and per paragraph (a block,
+    continued by the next of its section and page when it stops mid-sentence). Fragments, author notes and
+    acknowledgements are set aside (their kind is changed)."""
+    quoted = ("abstract", "body", "caption", "footnote")
     sections: list[tuple[int, str, str]] = []
     paragraphs: list[tuple[int, str, str]] = []
     for b, text in zip(blocks, texts):
-        if b.kind not in keep or not text.strip():
+        if b.kind not in quoted or not text.strip():
             continue
-        if b.kind in ("body", "footnote", "caption") and (len(text.split()) < 3 or _letters(text) < 0.6):
+        if b.kind in ("body", "footnote", "caption") \
+                and (len(text.split()) < P.fragment_words or _letters(text) < P.prose_letters):
             b.kind = "figure"  # a fragment ("2)", "(a) (b)") left between equations or figure parts
             continue
         if b.kind == "footnote" and _AUTHOR_NOTE_RE.search(text):
@@ -830,29 +965,43 @@ def analyse(pages: list[Page], meta: dict[str, str], n_pages: int) -> Parsed:
             paragraphs[-1] = (b.page, name, paragraphs[-1][2] + " " + text)
         else:
             paragraphs.append((b.page, name, text))
-    abstract = " ".join(t for _p, h, t in sections if h == "Abstract")
-    if not abstract:
-        abstract = next((t for _p, h, t in sections if t), "")
-    # Metadata printed on the first page, and what the PDF's Info dictionary says where it is sound.
-    first_text = " ".join(line_text(ln) for ln in first.lines)
-    page1_small = [line_text(ln) for ln in first.lines if id(ln) in furniture or ln.size < 0.95 * body]
-    venue_line = next((t for t in page1_small if _VENUE_RE.search(t) and year_of(t)), "")
-    venue = re.split(r",\s*pages?\s+\d|\s*©", venue_line)[0].strip() if venue_line else ""
-    stamp = first.sideways
-    arxiv = arxiv_of(stamp, first_text)
+    return sections, paragraphs
+
+
+def _with_info(title: str, authors: list[str], meta: dict[str, str]) -> tuple[str, list[str]]:
+    """The title and authors, from the PDF's Info dictionary where the page gave none and it is sound."""
     meta_title = clean_field(meta.get("Title"))
     if not title and _sound_title(meta_title):
         title = meta_title
     if not authors and meta.get("Author"):
         authors = [n for n in (s.strip() for s in re.split(r"\s*(?:;|,|\band\b)\s*", clean_field(meta["Author"])))
                    if _name_like(n)]
+    return title, authors
+
+
+@dataclass
+class _Printed:
+    """What the first page prints about the paper besides title and authors."""
+
+    venue: str
+    year: str
+    doi: str
+    arxiv: str
+    stamp: str  # sideways text (arXiv's identifier and date)
+
+
+def _printed(first: Page, furniture: set[int], body: float, meta: dict[str, str]) -> _Printed:
+    """Venue, year, DOI and arXiv identifier printed on the first page (small type, the margin stamp, the
+    copyright line), and the DOI where the Info dictionary's subject or keywords hold one."""
+    first_text = " ".join(line_text(ln) for ln in first.lines)
+    page1_small = [line_text(ln) for ln in first.lines if id(ln) in furniture or ln.size < P.page1_small_type * body]
+    venue_line = next((t for t in page1_small if _VENUE_RE.search(t) and year_of(t)), "")
+    venue = re.split(r",\s*pages?\s+\d|\s*©", venue_line)[0].strip() if venue_line else ""
+    stamp = first.sideways
     year = year_of(stamp if arxiv_of(stamp) else "", venue_line,
                    *re.findall(r"(?:©|\(c\)|copyright)\s*(\d{4})", first_text, re.I)[:1])
-    return Parsed(title=title, authors=authors, abstract=abstract, stamp=stamp, sections=sections,
-                  paragraphs=paragraphs, pages=n_pages,
-                  venue=venue, year=year, doi=doi_of(first_text, meta.get("Subject", ""), meta.get("Keywords", "")),
-                  arxiv=arxiv, unmapped=sum(p.unmapped for p in pages),
-                  blocks=[(b.page, b.kind, b.section, t) for b, t in zip(blocks, texts)])
+    return _Printed(venue=venue, year=year, doi=doi_of(first_text, meta.get("Subject", ""), meta.get("Keywords", "")),
+                    arxiv=arxiv_of(stamp, first_text), stamp=stamp)
 
 
 _SENTENCE_END_RE = re.compile(r"[.!?:][\"”’)\]]*\s*$")
@@ -860,7 +1009,7 @@ _SENTENCE_END_RE = re.compile(r"[.!?:][\"”’)\]]*\s*$")
 
 def _sound_title(title: str) -> bool:
     """An Info title that names the paper, not the file it was made from."""
-    return bool(title) and len(title) >= 8 and not re.search(
+    return bool(title) and len(title) >= P.meta_title_min_chars and not re.search(
         r"\.(html?|tex|dvi|docx?|pdf|ps)$|^untitled|^microsoft word|^slide|^\s*$|^[\w-]+\.\w{2,4}$", title, re.I)
 
 
@@ -876,7 +1025,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     with path.open("rb") as f:
         if not f.read(1024).lstrip().startswith(b"%PDF"):
             raise CorpusError("not a PDF file (no %PDF header)")
-    parsed = parse_pdf(path)
+    parsed = parse_bounded(path)  # in a worker with a memory and time budget (a decompression bomb)
     if not parsed.abstract:
         raise CorpusError("no abstract or body text found in the PDF")
     text_parts: list[str] = []

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from rag.corpus.readers.pdf_params import PARAMS as P
+
 # Fonts TeX and word processors draw mathematics with: their glyphs are symbols, not prose.
 _MATH_FONT_RE = re.compile(r"^(?:[A-Z]{6}\+)?(?:CMMI|CMSY|CMEX|CMBSY|MSAM|MSBM|EUFM|EUSM|RSFS|LMMath|Symbol|"
                            r"STIXMath|CambriaMath|Cambria-Math|TeXGyre\w*Math|\w*Math\b|txsy|txex|pxsy|pxex|"
@@ -49,11 +51,11 @@ class Word:
 
     @property
     def top(self) -> float:
-        return self.baseline - 0.75 * self.size
+        return self.baseline - P.ascent * self.size
 
     @property
     def bottom(self) -> float:
-        return self.baseline + 0.25 * self.size
+        return self.baseline + P.descent * self.size
 
 
 @dataclass
@@ -86,20 +88,21 @@ class Line:
 
     @cached_property
     def baseline(self) -> float:
-        main = [w for w in self.words if abs(w.size - self.size) < 0.3] or self.words
+        main = [w for w in self.words if abs(w.size - self.size) < P.same_size_pt] or self.words
         return sorted(w.baseline for w in main)[len(main) // 2]
 
     @cached_property
     def top(self) -> float:
-        return self.baseline - 0.75 * self.size
+        return self.baseline - P.ascent * self.size
 
     @cached_property
     def bottom(self) -> float:
-        return self.baseline + 0.25 * self.size
+        return self.baseline + P.descent * self.size
 
     def main_words(self) -> list[Word]:
         """Words in the line's own size: footnote marks, sub- and superscripts left out."""
-        return [w for w in self.words if w.size >= self.size * 0.85 or abs(w.baseline - self.baseline) < 0.1 * self.size]
+        return [w for w in self.words
+                if w.size >= self.size * P.script_size or abs(w.baseline - self.baseline) < P.on_baseline * self.size]
 
     @cached_property
     def text(self) -> str:
@@ -112,12 +115,12 @@ class Line:
     @cached_property
     def bold(self) -> bool:
         words = self.main_words()
-        return sum(len(w.text) for w in words if w.bold) >= 0.6 * max(1, sum(len(w.text) for w in words))
+        return sum(len(w.text) for w in words if w.bold) >= P.style_share * max(1, sum(len(w.text) for w in words))
 
     @cached_property
     def italic(self) -> bool:
         words = self.main_words()
-        return sum(len(w.text) for w in words if w.italic) >= 0.6 * max(1, sum(len(w.text) for w in words))
+        return sum(len(w.text) for w in words if w.italic) >= P.style_share * max(1, sum(len(w.text) for w in words))
 
     @cached_property
     def math(self) -> float:
@@ -128,7 +131,7 @@ class Line:
         weight: dict[str, int] = {}
         for w in self.main_words():
             weight[w.font] = weight.get(w.font, 0) + len(w.text)
-        return max(weight, key=weight.get) if weight else ""
+        return max(weight, key=lambda f: weight[f]) if weight else ""
 
 
 @dataclass
@@ -139,6 +142,37 @@ class Page:
     lines: list[Line]
     sideways: str  # text set at an angle (arXiv's margin stamp), in reading order
     unmapped: int  # glyphs without a Unicode mapping (dropped)
+
+
+# Font descriptor flags (PDF 32000-1:2008, table 123): bit 19 ForceBold, bit 7 Italic.
+_FORCE_BOLD = 1 << 18
+_ITALIC = 1 << 6
+# A character as read_page collects it: (text, x0, x1, baseline, size, font name, bold, italic, soft hyphen).
+_Char = tuple[str, float, float, float, float, str, bool, bool, bool]
+
+
+def _word_of(chars: list[_Char]) -> Word:
+    """The word of consecutive characters: its font is the one most of them are set in."""
+    text = "".join(c[0] for c in chars)
+    sizes = sorted(c[4] for c in chars)
+    fonts_of: dict[str, int] = {}
+    for c in chars:
+        fonts_of[c[5]] = fonts_of.get(c[5], 0) + 1
+    font = max(fonts_of, key=lambda f: fonts_of[f])
+    main = [c for c in chars if c[5] == font]
+    return Word(text=text, x0=min(c[1] for c in chars), x1=max(c[2] for c in chars),
+                baseline=sorted(c[3] for c in chars)[len(chars) // 2], size=sizes[len(sizes) // 2],
+                font=font, bold=main[0][6], italic=main[0][7],
+                math=sum(1 for c in chars if _MATH_FONT_RE.match(c[5])) / len(chars),
+                hyphen=chars[-1][8], xs=[(c[1] + c[2]) / 2 for c in chars])
+
+
+def _starts_word(prev: _Char, x0: float, baseline: float, size: float) -> bool:
+    """A new word where PDFium's order jumps back or to another baseline without a space, leaves a gap, or
+    changes size (a footnote mark or an index)."""
+    larger = max(size, prev[4])
+    return x0 < prev[1] - P.word_jump_back * size or abs(baseline - prev[3]) > P.word_baseline_jump * larger \
+        or x0 - prev[2] > P.word_gap * larger or abs(size - prev[4]) > P.word_size_change * larger
 
 
 def _font_name(font: Any, cache: dict[int, tuple[str, bool, bool]]) -> tuple[str, bool, bool]:
@@ -153,8 +187,8 @@ def _font_name(font: Any, cache: dict[int, tuple[str, bool, bool]]) -> tuple[str
     pdfium_c.FPDFFont_GetBaseFontName(font, buf, n)
     name = buf.value.decode("utf-8", "replace")
     flags = pdfium_c.FPDFFont_GetFlags(font)
-    bold = bool(_BOLD_FONT_RE.search(name)) or bool(flags & (1 << 18))
-    italic = bool(_ITALIC_FONT_RE.search(name)) or bool(flags & (1 << 6))
+    bold = bool(_BOLD_FONT_RE.search(name)) or bool(flags & _FORCE_BOLD)
+    italic = bool(_ITALIC_FONT_RE.search(name)) or bool(flags & _ITALIC)
     cache[key] = (name, bold, italic)
     return cache[key]
 
@@ -175,24 +209,12 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
     sideways: list[tuple[float, float, str]] = []
     unmapped = 0
     accents: list[tuple[float, float, str]] = []  # (x centre, baseline, combining mark)
-    cur: list[tuple[str, float, float, float, float, str, bool, bool, bool]] = []
+    cur: list[_Char] = []
 
     def flush() -> None:
-        if not cur:
-            return
-        text = "".join(c[0] for c in cur)
-        sizes = sorted(c[4] for c in cur)
-        fonts_of: dict[str, int] = {}
-        for c in cur:
-            fonts_of[c[5]] = fonts_of.get(c[5], 0) + 1
-        font = max(fonts_of, key=fonts_of.get)
-        main = [c for c in cur if c[5] == font]
-        words.append(Word(text=text, x0=min(c[1] for c in cur), x1=max(c[2] for c in cur),
-                          baseline=sorted(c[3] for c in cur)[len(cur) // 2], size=sizes[len(sizes) // 2],
-                          font=font, bold=main[0][6], italic=main[0][7],
-                          math=sum(1 for c in cur if _MATH_FONT_RE.match(c[5])) / len(cur),
-                          hyphen=cur[-1][8], xs=[(c[1] + c[2]) / 2 for c in cur]))
-        cur.clear()
+        if cur:
+            words.append(_word_of(cur))
+            cur.clear()
 
     for i in range(n):
         code = pdfium_c.FPDFText_GetUnicode(tp, i)
@@ -215,7 +237,7 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
         if scale > 0:
             size *= math.sqrt(scale)
         angle = pdfium_c.FPDFText_GetCharAngle(tp, i)
-        if angle > 0.05 and abs(angle - 2 * math.pi) > 0.05:
+        if angle > P.sideways_angle and abs(angle - 2 * math.pi) > P.sideways_angle:
             flush()
             sideways.append((ox.value, oy.value, ch))
             continue
@@ -229,13 +251,8 @@ def read_page(page: Any, number: int, fonts: dict[int, tuple[str, bool, bool]]) 
             # letter it stands over once the words are known (the word goes on: the accent is no break)
             accents.append(((x0 + x1) / 2, baseline, mark))
             continue
-        if cur:
-            prev = cur[-1]
-            # a new word where PDFium's order jumps back or to another baseline without a space
-            if x0 < prev[1] - 0.5 * size or abs(baseline - prev[3]) > 0.5 * max(size, prev[4]) \
-                    or x0 - prev[2] > 0.25 * max(size, prev[4]) \
-                    or abs(size - prev[4]) > 0.15 * max(size, prev[4]):  # a footnote mark or an index
-                flush()
+        if cur and _starts_word(cur[-1], x0, baseline, size):
+            flush()
         if size <= 0:
             size = max(1.0, rect.top - rect.bottom)
         cur.append((ch, x0, max(x1, x0), baseline, size, name, bold, italic, hyphen))
@@ -260,11 +277,11 @@ def _attach(words: list[Word], x: float, baseline: float, mark: str) -> None:
     """Put an accent drawn on its own after the letter under it (nearest character centre on that line)."""
     best: tuple[float, Word, int] | None = None
     for w in words:
-        if abs(w.baseline - baseline) > 0.6 * w.size or not (w.x0 - w.size < x < w.x1 + w.size):
+        if abs(w.baseline - baseline) > P.accent_reach * w.size or not (w.x0 - w.size < x < w.x1 + w.size):
             continue
         for i, cx in enumerate(w.xs):
             d = abs(cx - x)
-            if d <= 0.6 * w.size and (best is None or d < best[0]):
+            if d <= P.accent_reach * w.size and (best is None or d < best[0]):
                 best = (d, w, i)
     if best is None:
         return
@@ -283,11 +300,12 @@ def group_lines(words: list[Word], page: int) -> list[Line]:
     for w in sorted(words, key=lambda w: (w.baseline, w.x0)):
         h = w.bottom - w.top
         best, best_overlap = -1, 0.0
-        for j in range(len(rows) - 1, max(-1, len(rows) - 8), -1):  # only the last few rows can be reached
+        for j in range(len(rows) - 1, max(-1, len(rows) - P.row_lookback), -1):  # only the last rows are reached
             top, bottom = extents[j]
             overlap = min(bottom, w.bottom) - max(top, w.top)
-            if overlap >= 0.5 * min(h, bottom - top) and overlap > best_overlap \
-                    and not any(min(o.x1, w.x1) - max(o.x0, w.x0) > 0.3 * min(o.x1 - o.x0, w.x1 - w.x0, 3.0)
+            if overlap >= P.row_overlap * min(h, bottom - top) and overlap > best_overlap \
+                    and not any(min(o.x1, w.x1) - max(o.x0, w.x0)
+                                > P.cell_overlap * min(o.x1 - o.x0, w.x1 - w.x0, P.cell_overlap_pt)
                                 for o in rows[j]):
                 best, best_overlap = j, overlap
         if best < 0:
@@ -295,7 +313,7 @@ def group_lines(words: list[Word], page: int) -> list[Line]:
             extents.append((w.top, w.bottom))
         else:
             rows[best].append(w)
-            if w.size >= 0.85 * max(o.size for o in rows[best]):
+            if w.size >= P.script_size * max(o.size for o in rows[best]):
                 extents[best] = (min(extents[best][0], w.top), max(extents[best][1], w.bottom))
     for row in rows:
         row.sort(key=lambda w: w.x0)
@@ -308,7 +326,8 @@ def group_lines(words: list[Word], page: int) -> list[Line]:
             gap = w.x0 - run[-1].x1
             # wider than any word space of justified text, or a narrower strip that is empty on most rows of
             # the page: a column gutter (LaTeX's default \columnsep is 10pt, under 1.2 x a 10pt font)
-            if gap > 1.2 * size or gutter is not None and gap > 0.7 * size and run[-1].x1 <= gutter <= w.x0:
+            if gap > P.word_space_max * size or gutter is not None and gap > P.gutter_gap * size \
+                    and run[-1].x1 <= gutter <= w.x0:
                 lines.append(Line(run, page))
                 run = []
             run.append(w)
@@ -316,20 +335,17 @@ def group_lines(words: list[Word], page: int) -> list[Line]:
     return lines
 
 
-GUTTER_ROWS = 4  # rows with text on both sides of a strip before it can be a gutter
-
-
 def _gutter_x(rows: list[list[Word]]) -> float | None:
     """The x of a vertical strip in the page's middle that no word crosses on most rows that have prose on both
     sides of it, or None. A word space falls at a given x on a few rows of a single-column page, never on most;
     a gutter is empty on every row of the two columns, crossed only by full-width titles, captions and tables."""
-    if len(rows) < GUTTER_ROWS:
+    if len(rows) < P.gutter_rows:
         return None
     x0 = min(w.x0 for r in rows for w in r)
     x1 = max(w.x1 for r in rows for w in r)
     best: tuple[int, float] | None = None
     run: list[float] = []
-    for i in range(int(0.3 * (x1 - x0)), int(0.7 * (x1 - x0)) + 1):
+    for i in range(int(P.gutter_from * (x1 - x0)), int(P.gutter_to * (x1 - x0)) + 1):
         x = x0 + i
         empty = crossed = 0
         for r in rows:
@@ -337,9 +353,9 @@ def _gutter_x(rows: list[list[Word]]) -> float | None:
                 continue  # text on one side only
             if any(w.x0 < x < w.x1 for w in r):
                 crossed += 1
-            elif sum(w.x1 <= x for w in r) >= 4 and sum(w.x0 >= x for w in r) >= 4:
+            elif sum(w.x1 <= x for w in r) >= P.gutter_row_words and sum(w.x0 >= x for w in r) >= P.gutter_row_words:
                 empty += 1  # prose on both sides, not a table's cells
-        if empty >= GUTTER_ROWS and empty >= 3 * crossed:
+        if empty >= P.gutter_rows and empty >= P.gutter_empty_ratio * crossed:
             run.append(x)
             if best is None or empty > best[0]:
                 best = (empty, x)
