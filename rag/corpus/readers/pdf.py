@@ -1025,7 +1025,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     with path.open("rb") as f:
         if not f.read(1024).lstrip().startswith(b"%PDF"):
             raise CorpusError("not a PDF file (no %PDF header)")
-    parsed = parse_bounded(path)  # in a worker with a memory and time budget (a decompression bomb)
+    parsed = parse_bounded(parse_pdf, path)  # in a worker with a memory and time budget (a decompression bomb)
     if not parsed.abstract:
         raise CorpusError("no abstract or body text found in the PDF")
     text_parts: list[str] = []

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import resource
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from rag.corpus.records import CorpusError
 
-if TYPE_CHECKING:  # pdf.py imports this module: the worker imports pdf.py itself
-    from rag.corpus.readers.pdf import Parsed
+T = TypeVar("T")
 
 # Set by hand, not fitted: a 200-page paper parses in under 400 MB of address space and 10 s here; the budget
 # leaves five times that, while a bomb (5.3 GB measured for one 4 MB file) is stopped well before the machine is.
@@ -39,12 +39,6 @@ def _limit(memory_mb: int) -> None:
     """Worker initialiser: cap the worker's address space."""
     cap = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-
-def _parse(path: str) -> Parsed:
-    from rag.corpus.readers.pdf import parse_pdf
-
-    return parse_pdf(Path(path))
 
 
 def _worker(memory_mb: int) -> ProcessPoolExecutor:
@@ -65,10 +59,12 @@ def _discard() -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def parse_bounded(path: Path, memory_mb: int = MEMORY_MB, seconds: float = SECONDS) -> Parsed:
-    """`pdf.parse_pdf(path)` in the bounded worker; CorpusError names the budget a file went over."""
+def parse_bounded(parse: Callable[[Path], T], path: Path, memory_mb: int = MEMORY_MB,
+                  seconds: float = SECONDS) -> T:
+    """`parse(path)` in the bounded worker (`parse` a module-level function: the worker imports its module);
+    CorpusError names the budget a file went over."""
     with _lock:  # one parse at a time: the worker is one process
-        future = _worker(memory_mb).submit(_parse, str(path))
+        future = _worker(memory_mb).submit(parse, path)
         try:
             return future.result(timeout=seconds)
         except FutureTimeout:

@@ -43,7 +43,7 @@ def test_a_decompression_bomb_is_stopped_with_one_line(tmp_path: Path) -> None:
     pdf = bomb(tmp_path / "bomb.pdf", 300)  # ~1 MB on disk; PDFium needs over 4 GB for it unbounded
     assert pdf.stat().st_size < 2 * 2**20
     with pytest.raises(CorpusError, match=r"needs more than 768 MB of memory"):
-        parse_bounded(pdf, memory_mb=768)
+        parse_bounded(parse_pdf, pdf, memory_mb=768)
 
 
 def test_the_bomb_in_an_ingested_folder_is_one_skipped_file(tmp_path: Path) -> None:
@@ -56,11 +56,11 @@ def test_the_bomb_in_an_ingested_folder_is_one_skipped_file(tmp_path: Path) -> N
 def test_a_parse_over_its_time_is_stopped_and_the_next_one_runs(tmp_path: Path) -> None:
     pdf = bomb(tmp_path / "slow.pdf", 40)
     with pytest.raises(CorpusError, match=r"took longer than 0.01 s"):
-        parse_bounded(pdf, seconds=0.01)
+        parse_bounded(parse_pdf, pdf, seconds=0.01)
     with pytest.raises(CorpusError, match="no text layer"):  # a fresh worker reads the next file
-        parse_bounded(pdf)
+        parse_bounded(parse_pdf, pdf)
 
 
 @pytest.mark.skipif(not SHARED_PDF.exists(), reason="needs ../shared/real-pdfs")
 def test_a_real_pdf_parses_as_in_process() -> None:
-    assert parse_bounded(SHARED_PDF) == parse_pdf(SHARED_PDF)
+    assert parse_bounded(parse_pdf, SHARED_PDF) == parse_pdf(SHARED_PDF)
