@@ -8,6 +8,7 @@ send records made by the one serialiser, `rag.schema.record`; every failure is a
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -171,13 +172,19 @@ class Assistant:
                 answer = self._evidence_outside(q, retrieval, paper_ids) or answer
             yield from word_events(answer.answer)
         if outside:  # named papers both inside and outside the scope: answered from the inside ones
-            names = ", ".join(self.retriever.local_index.papers[p].label for p in outside)
-            answer.outside_scope = [self.retriever.local_index.papers[p].label for p in outside]
+            answer.outside_scope = self._labels(outside)
+            names = ", ".join(answer.outside_scope)
             answer.notice = " ".join(x for x in (answer.notice, (prompts.OUT_OF_SCOPE_ONE if len(outside) == 1 else
                                                  prompts.OUT_OF_SCOPE_MANY).format(names=names)) if x)
         yield StreamEvent("final", answer=self._timed(answer, retrieval, t0, t1))
 
     # --- scope ----------------------------------------------------------------------------------------
+
+    def _labels(self, paper_ids: list[str]) -> list[str]:
+        """The labels of indexed papers (ids the local index gave)."""
+        local = self.retriever.local_index
+        papers = local.papers if local is not None else {}
+        return [papers[p].label for p in paper_ids]
 
     def named(self, question: str) -> list[str]:
         """Indexed papers the question names (over the whole index)."""
@@ -191,7 +198,7 @@ class Assistant:
     def _out_of_scope(self, question: str, retrieval: Retrieval, outside: list[str], named: bool = True) -> Answer:
         """The abstention for a question about papers outside the scope (`named` by it, or holding the only
         evidence for it), naming them and the closest in-scope papers."""
-        labels = [self.retriever.local_index.papers[p].label for p in outside]
+        labels = self._labels(outside)
         one, many = ((prompts.OUT_OF_SCOPE_ONE, prompts.OUT_OF_SCOPE_MANY) if named
                      else (prompts.EVIDENCE_OUTSIDE_ONE, prompts.EVIDENCE_OUTSIDE_MANY))
         template = one if len(labels) == 1 else many
@@ -403,10 +410,8 @@ class AssistantHolder:
         """Load the index and models while the server starts, so the first call does not pay for it."""
 
         def work() -> None:
-            try:
+            with contextlib.suppress(PapersError):  # reported by the first call
                 self.get().retriever.warm_up()
-            except PapersError:
-                pass  # reported by the first call
 
         threading.Thread(target=work, name="warm-up", daemon=True).start()
 

@@ -12,8 +12,9 @@ import math
 import os
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -41,10 +42,10 @@ class _RedactingRecords:
     """A log record factory that redacts URL credentials from every record, whichever library logs it
     (httpx and openai log request URLs, with their user:password part)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
         self.inner = inner
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
         record = self.inner(*args, **kwargs)
         try:
             message = record.getMessage()
@@ -285,10 +286,12 @@ class SettingsError(ConfigurationError):
     """Invalid configuration, with one line per bad setting naming the variable."""
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     """Build settings from env/.env plus overrides, turning validation errors into readable lines.
 
-    The env file is `.env` in the working directory, or the file named by PAPERS_ENV_FILE.
+    The env file is `.env` in the working directory, or the file named by PAPERS_ENV_FILE. Overrides are raw
+    values (a CLI option's string, a Path, a number; each field wants its own type), checked by the same
+    validation as the environment's: hence `Any`.
     """
     overrides.setdefault("_env_file", os.environ.get("PAPERS_ENV_FILE", ".env"))
     try:

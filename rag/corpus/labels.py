@@ -21,7 +21,8 @@ from functools import lru_cache
 
 from rag.text import STOPWORDS, split_sentences, stem
 
-_INTRO_VERBS = r"(?:propose|proposes|introduce|introduces|present|presents|develop|develops|release|releases|design|designs|build|builds)"
+_INTRO_VERBS = (r"(?:propose|proposes|introduce|introduces|present|presents|develop|develops|release|releases|"
+                r"design|designs|build|builds)")
 _NAMING = re.compile(
     r"\b(?:[Ww]e (?:call|term|dub|name)|dubbed|termed|called|named)\s+(?:(?:it|this|them|these)(?:\s+[a-z]+)?\s+)?"
     r"((?:[A-Z][\w'’\-–]*)(?:\s+[A-Z][\w'’\-–]*){0,3})"
@@ -69,26 +70,27 @@ def _capitalized_phrase(words: list[str]) -> bool:
                                for w in words)
 
 
-def _from_object(obj: str) -> str | None:
-    """The name in the object of an introducing verb, if the object names one."""
-    obj = obj.strip()
-    # "NAME (Expansion)" or "Expansion (ACRONYM) [Word]"
-    m = _PAREN_AFTER.match(obj)
-    if m:
-        before, inside = m.group(1).strip(), m.group(2).strip()
-        before_words = before.split()
-        if before_words and is_coined(before_words[-1]) and len(before_words) == 1 \
-                and initials_match(inside, before_words[-1]):
-            return before_words[-1]
-        if is_coined(inside) and " " not in inside:
-            tail = re.match(r"\s*([A-Z][a-z]+)\b", obj[m.end():])
-            after_words = [w for w in before_words if w[0].isupper()]
-            if tail and after_words and tail.group(1) not in {"The", "We", "Our", "It", "This"}:
-                return f"{inside} {tail.group(1)}"
-            return inside
-        if re.fullmatch(r"[A-Z][\w'’\-–]*(?:\s+[A-Z][\w'’\-–]*){0,4}", inside) and not before[:1].isupper():
-            return inside  # "an algorithm (Entropy-Cut Metropolis–Hastings)"
-    # "NAME, a ..." / "NAME which ..." / "Realtime-VLA FLASH, a ..." / "reasoning-aware IRT, an ..."
+def _from_parenthesis(obj: str, m: re.Match[str]) -> str | None:
+    """The name in "NAME (Expansion)" or "Expansion (ACRONYM) [Word]", if the parenthesis gives one."""
+    before, inside = m.group(1).strip(), m.group(2).strip()
+    before_words = before.split()
+    if before_words and is_coined(before_words[-1]) and len(before_words) == 1 \
+            and initials_match(inside, before_words[-1]):
+        return before_words[-1]
+    if is_coined(inside) and " " not in inside:
+        tail = re.match(r"\s*([A-Z][a-z]+)\b", obj[m.end():])
+        after_words = [w for w in before_words if w[0].isupper()]
+        if tail and after_words and tail.group(1) not in {"The", "We", "Our", "It", "This"}:
+            return f"{inside} {tail.group(1)}"
+        return inside
+    if re.fullmatch(r"[A-Z][\w'’\-–]*(?:\s+[A-Z][\w'’\-–]*){0,4}", inside) and not before[:1].isupper():
+        return inside  # "an algorithm (Entropy-Cut Metropolis–Hastings)"
+    return None
+
+
+def _from_head(obj: str) -> str | None:
+    """The name heading the object: "NAME, a ..." / "NAME which ..." / "Realtime-VLA FLASH, a ..." /
+    "reasoning-aware IRT, an ..."."""
     head = re.split(r",|;|:|\.\s|\s+(?:which|that|to|for|as|by|with|in|on|where|whose)\s", obj, maxsplit=1)[0]
     words = head.strip(" .").split()
     if 1 <= len(words) <= 3 and any(is_coined(w) for w in words):
@@ -100,6 +102,17 @@ def _from_object(obj: str) -> str | None:
     if len(words) == 1 and re.fullmatch(r"[A-Z][a-z]+[A-Za-z]*", words[0]) and words[0].lower() not in STOPWORDS:
         return words[0]  # "We propose Recon, which ..."
     return None
+
+
+def _from_object(obj: str) -> str | None:
+    """The name in the object of an introducing verb, if the object names one."""
+    obj = obj.strip()
+    m = _PAREN_AFTER.match(obj)
+    if m:
+        name = _from_parenthesis(obj, m)
+        if name is not None:
+            return name
+    return _from_head(obj)
 
 
 def _owned_coined(sentences: list[str]) -> str | None:

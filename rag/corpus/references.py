@@ -156,49 +156,55 @@ def _dedupe(records: Iterable[Any]) -> list[Any]:
     return out
 
 
+def _bibtex_metadata(record: Any) -> tuple[str, list[tuple[str, str]]]:
+    """The entry type and fields (before the abstract) of a paper the input gave metadata."""
+    kind = _get(record, "kind") or ("inproceedings" if _get(record, "venue") else "misc")
+    if kind not in ("article", "inproceedings", "incollection", "book", "phdthesis", "techreport", "misc"):
+        kind = "misc"
+    fields = [("title", "{" + _tex(_get(record, "title") or _get(record, "label")) + "}")]
+    if _get(record, "authors"):
+        fields.append(("author", " and ".join(_tex(n) for n in author_list(_get(record, "authors")))))
+    venue_field = {"article": "journal", "inproceedings": "booktitle", "incollection": "booktitle",
+                   "phdthesis": "school", "techreport": "institution"}.get(kind, "howpublished")
+    if _get(record, "venue"):
+        fields.append((venue_field, _tex(_get(record, "venue"))))
+    elif kind == "article":
+        kind = "misc"  # an @article needs a journal
+    for name in ("volume", "number"):
+        if _get(record, name):
+            fields.append((name, _tex(_get(record, name))))
+    if _get(record, "pages"):
+        fields.append(("pages", _tex(_get(record, "pages")).replace("-", "--")))
+    if _get(record, "month"):
+        fields.append(("month", _get(record, "month") if _get(record, "month").isdigit()
+                       else _tex(_get(record, "month"))))
+    for name in ("year", "publisher", "issn"):
+        if _get(record, name):
+            fields.append((name, _tex(_get(record, name))))
+    if _get(record, "doi"):
+        fields.append(("doi", _verbatim(_get(record, "doi"))))
+    if _get(record, "arxiv"):
+        fields += [("eprint", _get(record, "arxiv")), ("archiveprefix", "arXiv")]
+    if _get(record, "url"):
+        fields.append(("url", _verbatim(_get(record, "url"))))
+    return kind, fields
+
+
 def to_bibtex(records: Iterable[Any]) -> str:
     """BibTeX entries (one per paper) that bibtexparser and BibTeX read back."""
     import bibtexparser
-    from bibtexparser.model import Entry, Field
+    from bibtexparser.model import Block, Entry, Field
 
     records = _dedupe(records)
-    entries = []
+    entries: list[Block] = []
     for record, key in zip(records, _unique_keys(records)):
-        fields: list[tuple[str, str]] = []
+        fields: list[tuple[str, str]]
         if has_metadata(record):
-            kind = _get(record, "kind") or ("inproceedings" if _get(record, "venue") else "misc")
-            if kind not in ("article", "inproceedings", "incollection", "book", "phdthesis", "techreport", "misc"):
-                kind = "misc"
-            fields.append(("title", "{" + _tex(_get(record, "title") or _get(record, "label")) + "}"))
-            if _get(record, "authors"):
-                fields.append(("author", " and ".join(_tex(n) for n in author_list(_get(record, "authors")))))
-            venue_field = {"article": "journal", "inproceedings": "booktitle", "incollection": "booktitle",
-                           "phdthesis": "school", "techreport": "institution"}.get(kind, "howpublished")
-            if _get(record, "venue"):
-                fields.append((venue_field, _tex(_get(record, "venue"))))
-            elif kind == "article":
-                kind = "misc"  # an @article needs a journal
-            for name in ("volume", "number"):
-                if _get(record, name):
-                    fields.append((name, _tex(_get(record, name))))
-            if _get(record, "pages"):
-                fields.append(("pages", _tex(_get(record, "pages")).replace("-", "--")))
-            if _get(record, "month"):
-                fields.append(("month", _get(record, "month") if _get(record, "month").isdigit()
-                               else _tex(_get(record, "month"))))
-            for name in ("year", "publisher", "issn"):
-                if _get(record, name):
-                    fields.append((name, _tex(_get(record, name))))
-            if _get(record, "doi"):
-                fields.append(("doi", _verbatim(_get(record, "doi"))))
-            if _get(record, "arxiv"):
-                fields += [("eprint", _get(record, "arxiv")), ("archiveprefix", "arXiv")]
-            if _get(record, "url"):
-                fields.append(("url", _verbatim(_get(record, "url"))))
+            kind, fields = _bibtex_metadata(record)
         else:
             kind = "misc"
-            fields.append(("title", "{" + _tex(_get(record, "label") or _get(record, "paper_id")) + "}"))
-            fields.append(("note", _tex(_no_metadata_note(record))))
+            fields = [("title", "{" + _tex(_get(record, "label") or _get(record, "paper_id")) + "}"),
+                      ("note", _tex(_no_metadata_note(record)))]
         if _abstract(record) and has_metadata(record):
             fields.append(("abstract", _tex(_abstract(record))))
         entries.append(Entry(kind, key, [Field(k, v) for k, v in fields]))
@@ -328,7 +334,8 @@ def catalog_records(store: Any, paper_ids: Sequence[str]) -> list[Any]:
 def paper_fields(record: Any) -> dict[str, str]:
     """The optional metadata fields of `Retrieved` (rag/schema.py) for a retrieved paper."""
     return {"title": _get(record, "title"), "authors": _get(record, "authors"), "year": _get(record, "year"),
-            "venue": _get(record, "venue"), "doi": _get(record, "doi"), "url": _link(record), "key": _get(record, "key")}
+            "venue": _get(record, "venue"), "doi": _get(record, "doi"), "url": _link(record),
+            "key": _get(record, "key")}
 
 
 def citation_fields(record: Any, quote: str) -> dict[str, Any]:

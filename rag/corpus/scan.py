@@ -31,7 +31,7 @@ from rag.text import clean_markup, stable_id
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".ndjson", ".json") + readers.SUFFIXES
 JSON_FIELDS = ("title", "id", "url", "authors", "venue", "year")
 MAX_ID_CHARS = 200
-_ID_RE = re.compile(r"[^\x00-\x1f\x7f]{1,%d}" % MAX_ID_CHARS)  # a blank id is read as none (the text's hash)
+_ID_RE = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_ID_CHARS}}}")  # a blank id is read as none (the text's hash)
 MIN_ABSTRACT_CHARS = 40
 
 

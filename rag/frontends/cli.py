@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import typer
 
@@ -20,10 +20,10 @@ from rag.schema import record
 from rag.text import inert_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from rag.index.ingest import IngestReport
-    from rag.schema import Answer
+    from rag.schema import Answer, StreamEvent
     from rag.service import Assistant
     from rag.settings import Settings
 
@@ -58,8 +58,8 @@ def terminal_safe(text: object) -> str:
     return inert_text(text)
 
 
-def _echo(text: object = "", **kwargs: object) -> None:
-    typer.echo(terminal_safe(text), **kwargs)
+def _echo(text: object = "", *, nl: bool = True, err: bool = False) -> None:
+    typer.echo(terminal_safe(text), nl=nl, err=err)
 
 
 def _json_line(obj: object) -> str:
@@ -76,7 +76,7 @@ def _report_refused(key: str, text: str, error: Exception, json_out: bool) -> No
         _echo(f"error: {error}", err=True)
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     from rag.settings import redact
 
     typer.echo(f"error: {terminal_safe(redact(message))}", err=True)
@@ -90,7 +90,6 @@ def _settings(**overrides: object) -> Settings:
         return load_settings(**{k: v for k, v in overrides.items() if v is not None})
     except PapersError as e:
         _fail(str(e), e.exit_code)
-        raise  # unreachable
 
 
 def _assistant(settings: Settings) -> Assistant:
@@ -100,7 +99,6 @@ def _assistant(settings: Settings) -> Assistant:
         return open_assistant(settings)
     except PapersError as e:
         _fail(str(e), e.exit_code)
-        raise
 
 
 def _print_answer(answer: Answer, body: bool = True) -> None:
@@ -121,9 +119,9 @@ def _print_answer(answer: Answer, body: bool = True) -> None:
             _echo(f"    “{c.quote}”")
     for u in answer.unsupported:
         _echo(f"⚠ unsupported: {u['sentence']} ({u['reason']})")
-    for c in answer.checks:
-        if c.repaired:  # the check re-attributed the sentence: say so next to it
-            _echo(f"↻ citation repaired {c.repaired}: {c.sentence}")
+    for check in answer.checks:
+        if check.repaired:  # the check re-attributed the sentence: say so next to it
+            _echo(f"↻ citation repaired {check.repaired}: {check.sentence}")
     if answer.removed_citations:
         _echo(f"\n(removed citations to sources that were not given: {answer.removed_citations})")
     if answer.notice:
@@ -173,7 +171,6 @@ def _run_ingest(run: Callable[[Settings], IngestReport], json_out: bool) -> None
         report = run(settings)
     except PapersError as e:
         _fail(str(e), e.exit_code)
-        return
     except KeyboardInterrupt:  # a second Ctrl-C, or one before embedding began: the store is still consistent
         typer.echo("interrupted; run `papers ingest` again to resume (papers already written are kept)", err=True)
         raise typer.Exit(130) from None
@@ -199,7 +196,7 @@ def _run_ingest(run: Callable[[Settings], IngestReport], json_out: bool) -> None
         raise typer.Exit(1)
 
 
-def _stream_to_terminal(events) -> Answer:
+def _stream_to_terminal(events: Iterable[StreamEvent]) -> Answer:
     """Print tokens as they arrive; on a mid-answer LLM failure, say so and print the fallback answer after."""
     from rag.service import StreamView
 
@@ -262,8 +259,15 @@ def ask(
         raise typer.Exit(2)
 
 
-def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
-    """(id, turns) from a conversation file; each turn a dict with "q" and optional "scope" (paper ids)."""
+class _Chat(NamedTuple):
+    """One conversation of a file: its id and its turns, each a dict with "q" and optional "scope" (paper ids)."""
+
+    cid: str
+    turns: list[dict[str, Any]]
+
+
+def _conversation_file(path: Path) -> list[_Chat]:
+    """The conversations of a conversation file."""
     from rag.corpus.records import read_text
 
     try:
@@ -272,9 +276,9 @@ def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
         _fail(f"{path}: {e}", 2)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or not lines[0].lstrip().startswith("{"):
-        return [(path.stem, [{"q": line.strip()} for line in lines])]
-    chats: list[tuple[str, list[dict]]] = []
-    loose: list[dict] = []
+        return [_Chat(path.stem, [{"q": line.strip()} for line in lines])]
+    chats: list[_Chat] = []
+    loose: list[dict[str, Any]] = []
     for n, line in enumerate(lines, 1):
         try:
             d = json.loads(line)
@@ -287,12 +291,12 @@ def _conversation_file(path: Path) -> list[tuple[str, list[dict]]]:
             if not isinstance(turns, list) or not all(isinstance(x, dict) and isinstance(x.get("q"), str)
                                                       for x in turns):
                 _fail(f"{path}:{n}: \"turns\" must be a list of objects with a \"q\" string", 2)
-            chats.append((str(d.get("id") or f"line{n}"), turns))
+            chats.append(_Chat(str(d.get("id") or f"line{n}"), turns))
         elif isinstance(d.get("q") or d.get("question"), str):
             loose.append({"q": d.get("q") or d.get("question"), "scope": d.get("scope")})
         else:
             _fail(f"{path}:{n}: a turn needs a \"q\" string", 2)
-    return chats + ([(path.stem, loose)] if loose else [])
+    return chats + ([_Chat(path.stem, loose)] if loose else [])
 
 
 def _ask_conversations(path: Path, k: int | None, json_out: bool, mode: str | None,
@@ -349,7 +353,6 @@ def cite(
             continue
         except PapersError as e:
             _fail(str(e), e.exit_code)
-            return
         if fmt is not None:
             _echo(_references(assistant, [h.paper_id for h in hits], fmt), nl=False)
             continue
@@ -390,10 +393,8 @@ def grid(
         table = assistant.grid(column or None, paper or None, lookup)
     except QuestionError as e:
         _fail(str(e), 2)
-        return
     except PapersError as e:
         _fail(str(e), e.exit_code)
-        return
     if fmt == "json":
         typer.echo(_json_line(record(table)))
     elif fmt == "csv":
@@ -415,8 +416,8 @@ def _references(assistant: Assistant, paper_ids: list[str], fmt: str) -> str:
 
 @app.command("list")
 def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON Lines, one paper per line."),
-                fmt: str | None = typer.Option(None, "--format",
-                                                  help="Print every paper as a reference: bibtex, ris, csl-json or text.")
+                fmt: str | None = typer.Option(
+                    None, "--format", help="Print every paper as a reference: bibtex, ris, csl-json or text.")
                 ) -> None:
     """Every indexed paper with id, label, title, authors, year, venue, link, source, position and abstract."""
     from rag.service import paper_record
@@ -428,19 +429,19 @@ def list_papers(json_out: bool = typer.Option(False, "--json", help="Print JSON 
         papers = assistant.papers()
     except PapersError as e:
         _fail(str(e), e.exit_code)
-        return
     if fmt is not None:
-        _echo(_references(assistant, [e.paper_id for e in papers], fmt), nl=False)
+        _echo(_references(assistant, [p.paper_id for p in papers], fmt), nl=False)
         return
-    for e in papers:
-        r = paper_record(e)
+    for entry in papers:
+        r = paper_record(entry)
         if json_out:
             typer.echo(_json_line(record(r)))
         else:
-            _echo(f"{inert_text(e.paper_id, True)}  {inert_text(e.label, True):<32} "
-                  f"{inert_text(e.source, True)}#{e.position}")
-            described = " · ".join(p for p in (e.title, e.authors, " ".join(x for x in (e.venue, e.year) if x),
-                                               f"doi:{e.doi}" if e.doi else e.url) if p)
+            _echo(f"{inert_text(entry.paper_id, True)}  {inert_text(entry.label, True):<32} "
+                  f"{inert_text(entry.source, True)}#{entry.position}")
+            described = " · ".join(p for p in (entry.title, entry.authors,
+                                               " ".join(x for x in (entry.venue, entry.year) if x),
+                                               f"doi:{entry.doi}" if entry.doi else entry.url) if p)
             if described:
                 _echo(f"    {described}")
             _echo(f"    {r.abstract[:160]}{'…' if len(r.abstract) > 160 else ''}")

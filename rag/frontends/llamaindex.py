@@ -3,10 +3,11 @@
 
 Adapters over the one assistant (rag.service): `PapersRetriever` retrieves with the assistant's retriever (so
 its nodes are the papers `papers ask` answers from, and LlamaIndex instrumentation sees its retrievals), and
-`PapersQueryEngine` answers through a `Conversation` of the assistant, as `papers ask` does. An answer from the query engine is the `papers ask` answer by construction; the engine only
-converts it: `Response.response` is the checked answer text, `source_nodes` are the cited papers in citation
-order ([1] first), `metadata["citations"]` the citation list, and `str(response)` the text with a reference list
-(what a `QueryEngineTool` hands an agent).
+`PapersQueryEngine` answers through a `Conversation` of the assistant, as `papers ask` does. An answer from the
+query engine is the `papers ask` answer by construction; the engine only converts it: `Response.response` is
+the checked answer text, `source_nodes` are the cited papers in citation order ([1] first),
+`metadata["citations"]` the citation list, and `str(response)` the text with a reference list (what a
+`QueryEngineTool` hands an agent).
 
     from rag.frontends.llamaindex import PapersQueryEngine, PapersRetriever
     engine = PapersQueryEngine.from_settings(load_settings())
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,9 +158,9 @@ class PapersQueryEngine(CustomQueryEngine):
 
     def _streaming(self, events: Iterator[StreamEvent]) -> StreamingResponse:
         first = next(events)  # validates the question now, so a bad one raises here rather than mid-iteration
-        response = StreamingResponse(response_gen=iter(()), source_nodes=[], metadata={})
+        response: StreamingResponse
 
-        def tokens() -> Iterator[str]:
+        def tokens() -> Generator[str, None, None]:
             view = StreamView()
             for event in itertools.chain([first], events):
                 if text := view.feed(event):
@@ -167,7 +168,7 @@ class PapersQueryEngine(CustomQueryEngine):
                 if view.answer is not None:
                     self._fill(response, view.answer)
 
-        response.response_gen = tokens()
+        response = StreamingResponse(response_gen=tokens(), source_nodes=[], metadata={})
         return response
 
     async def _astreaming(self, events: Iterator[StreamEvent]) -> AsyncStreamingResponse:
@@ -175,7 +176,7 @@ class PapersQueryEngine(CustomQueryEngine):
         first = await asyncio.to_thread(next, events)
         response: AsyncStreamingResponse
 
-        async def tokens() -> AsyncIterator[str]:
+        async def tokens() -> AsyncGenerator[str, None]:
             view = StreamView()
             event: StreamEvent | None = first
             while event is not None:

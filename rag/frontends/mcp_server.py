@@ -1,7 +1,8 @@
 """`papers mcp`: the assistant as an MCP server (official `mcp` SDK), for Claude Desktop, Cursor and other clients.
 
-Tools: `ask` (answer + citations), `cite` (citation lookup), `grid` (papers x questions), `list_papers`, `get_paper` (abstract + metadata), each
-with a JSON schema for its input and a structured output; every paper is a resource `papers://{paper_id}`.
+Tools: `ask` (answer + citations), `cite` (citation lookup), `grid` (papers x questions), `list_papers`,
+`get_paper` (abstract + metadata), each with a JSON schema for its input and a structured output; every paper
+is a resource `papers://{paper_id}`.
 Failures (empty question, no index yet, unknown paper id) are MCP tool errors carrying the CLI's message.
 stdio by default; streamable HTTP (`--http`) binds 127.0.0.1 unless PAPERS_MCP_HOST says otherwise.
 """
@@ -117,6 +118,13 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
     """The MCP server with its tools and resources, answering with `assistant` (made on first use if None)."""
     holder = AssistantHolder(settings, assistant)
     server = PapersMCP(holder)
+    _add_answer_tools(server, holder)
+    _add_paper_tools(server, holder)
+    return server
+
+
+def _add_answer_tools(server: PapersMCP, holder: AssistantHolder) -> None:
+    """The tools that answer: `ask`, `cite` and `grid`."""
 
     @server.tool(description=prompts.TOOL_DESCRIPTION)
     def ask(question: Annotated[str, Field(description="The question about the papers.")],
@@ -165,6 +173,10 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
         return CallToolResult(content=[TextContent(type="text", text=grid_markdown(table))],
                               structured_content=record(table))
 
+
+def _add_paper_tools(server: PapersMCP, holder: AssistantHolder) -> None:
+    """The tools and the resource that show papers: `list_papers`, `get_paper` and `papers://{paper_id}`."""
+
     @server.tool(description="The indexed papers (id, label, title, authors, year, venue, DOI, key, source), in "
                              "source order.")
     def list_papers(limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 200,
@@ -196,8 +208,6 @@ def build_server(settings: Settings, assistant: Assistant | None = None) -> Pape
         if entry is None:
             raise ResourceNotFoundError(prompts.UNKNOWN_PAPER.format(paper_id=unquote(paper_id)))
         return paper_markdown(entry)
-
-    return server
 
 
 def run(settings: Settings, http: bool = False, port: int | None = None) -> None:

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -215,25 +215,7 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
     app.state.holder = holder
     secret = settings.serve_api_key.get_secret_value().encode() if settings.serve_api_key else None
     app.add_middleware(Guard, secret=secret, max_bytes=int(settings.serve_max_body_mb * 2**20))
-
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, e: ApiError) -> JSONResponse:
-        return _error(e.status, e.message, e.code, e.param)
-
-    @app.exception_handler(PapersError)
-    async def _papers_error(_: Request, e: PapersError) -> JSONResponse:
-        return _error(e.http_status, str(e), e.code)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
-        first = e.errors()[0] if e.errors() else {}
-        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
-        return _error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'invalid value')}",
-                      "invalid_request", where or None)
-
-    @app.exception_handler(HTTPException)
-    async def _http(_: Request, e: HTTPException) -> JSONResponse:
-        return _error(e.status_code, str(e.detail), "not_found" if e.status_code == 404 else "http_error")
+    _add_error_handlers(app)
 
     def authorised(request: Request) -> None:
         if secret is None:
@@ -258,12 +240,7 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
 
     @app.post("/v1/chat/completions", dependencies=[Depends(authorised)], response_model=None)
     def chat_completions(body: ChatRequest) -> dict[str, Any] | StreamingResponse:
-        if body.n not in (None, 1):
-            raise ApiError(400, prompts.SERVE_ONE_CHOICE.format(n=body.n), "unsupported_value", "n")
-        users = [i for i, m in enumerate(body.messages) if m.role == "user"]
-        if not users:
-            raise ApiError(400, prompts.SERVE_NO_QUESTION, "no_user_message", "messages")
-        last = users[-1]
+        last = _last_question(body)
         question = body.messages[last].text
         assistant = holder.get()
         conversation = conversations.build(assistant, body.messages[:last])
@@ -281,7 +258,7 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
                                           body.messages if include_usage else None),
                                      media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        answer = next(e.answer for e in chain() if e.kind == "final")
+        answer = _final(chain())
         content = markdown_safe(with_references(answer))
         conversations.remember(content, conversation.turns[-1].record())
         extra = _extra(answer)
@@ -291,6 +268,48 @@ def create_app(settings: Settings, assistant: Assistant | None = None) -> FastAP
                 "usage": usage(body.messages, content), **extra}
 
     return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every failure as an OpenAI-style error body."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, e: ApiError) -> JSONResponse:
+        return _error(e.status, e.message, e.code, e.param)
+
+    @app.exception_handler(PapersError)
+    async def _papers_error(_: Request, e: PapersError) -> JSONResponse:
+        return _error(e.http_status, str(e), e.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+        return _error(400, f"invalid request: {where or 'body'}: {first.get('msg', 'invalid value')}",
+                      "invalid_request", where or None)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, e: HTTPException) -> JSONResponse:
+        return _error(e.status_code, str(e.detail), "not_found" if e.status_code == 404 else "http_error")
+
+
+def _last_question(body: ChatRequest) -> int:
+    """The index of the message asked (the last user message); a request this endpoint cannot answer is an
+    ApiError."""
+    if body.n not in (None, 1):
+        raise ApiError(400, prompts.SERVE_ONE_CHOICE.format(n=body.n), "unsupported_value", "n")
+    users = [i for i, m in enumerate(body.messages) if m.role == "user"]
+    if not users:
+        raise ApiError(400, prompts.SERVE_NO_QUESTION, "no_user_message", "messages")
+    return users[-1]
+
+
+def _final(events: Iterable[StreamEvent]) -> Answer:
+    """The answer a stream ends with (its "final" event)."""
+    for e in events:
+        if e.kind == "final" and e.answer is not None:
+            return e.answer
+    raise RuntimeError("the answer stream ended without its final answer")
 
 
 def _extra(answer: Answer) -> dict[str, Any]:
@@ -325,7 +344,7 @@ def _sse(events: Iterator[StreamEvent], conversations: Conversations, conversati
     assert answer is not None
     streamed = view.appended
     tail = ""
-    if streamed.strip() != answer.answer.strip() and not view.text.strip() == answer.answer.strip():
+    if streamed.strip() != answer.answer.strip() and view.text.strip() != answer.answer.strip():
         tail += f"\n\n{prompts.CHECKED_HEADING}\n{answer.answer}"
     full = with_references(answer)
     tail += full[len(answer.answer):]

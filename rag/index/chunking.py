@@ -13,7 +13,7 @@ from typing import Any
 
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import build_nodes_from_splits
-from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
+from llama_index.core.schema import BaseNode, Document, Node, TextNode, TransformComponent
 from pydantic import Field
 
 from rag.corpus.sections import PAGE_KEYS, segments
@@ -92,6 +92,8 @@ class SectionChunks(TransformComponent):
                 continue
             if pid in done:
                 continue
+            if not isinstance(node, TextNode | Node):  # what the splitters make (others have no text template)
+                raise TypeError(f"cannot re-chunk a {type(node).__name__} by page and section")
             done.add(pid)
             text, layout = self.layouts[pid]
             n = 0

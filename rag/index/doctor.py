@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.index.snapshot import build_local_index
-from rag.index.store import GET_BATCH, Store, StoreError
+from rag.index.store import GET_BATCH, Store, StoreError, as_embeddings
 from rag.index.versions import index_dir, load_index, publish_full_index
 from rag.settings import Settings
 
@@ -191,6 +191,7 @@ def _recreate(store: Store, which: str, records: dict[str, list[Any]], vectors: 
     new = store.client.create_collection(name, metadata=metadata or None, configuration={"hnsw": {"space": "cosine"}})
     for i in range(0, len(records["ids"]), 1000):
         new.add(ids=records["ids"][i:i + 1000], documents=records["documents"][i:i + 1000],
-                metadatas=records["metadatas"][i:i + 1000], embeddings=[list(map(float, v)) for v in vectors[i:i + 1000]])
+                metadatas=records["metadatas"][i:i + 1000],
+                embeddings=as_embeddings([list(map(float, v)) for v in vectors[i:i + 1000]]))
     setattr(store, which, new)
     store._vector_store = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rag.errors import UnavailableError
 from rag.index.onnx_embed import OnnxEmbedding, export_onnx, int8_path, onnx_path, quantize_int8, weights_digest
@@ -18,6 +18,18 @@ from rag.settings import BUNDLED_MODEL, Settings
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
+
+
+class Embedder(Protocol):
+    """What embeds texts: llama-index's BaseEmbedding (sentence-transformers in fp32), or the ONNX and bf16
+    embedders (rag/index/onnx_embed.py BatchedEmbedding), which offer the same three calls."""
+
+    def get_query_embedding(self, query: str) -> list[float]: ...
+
+    def get_text_embedding(self, text: str) -> list[float]: ...
+
+    def get_text_embedding_batch(self, texts: list[str], **kwargs: Any) -> list[list[float]]: ...
+
 
 _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}"}
 
@@ -146,12 +158,12 @@ def ensure_int8(settings: Settings) -> Path | None:
 
 @lru_cache(maxsize=4)
 def _onnx_embedder(onnx_file: str, model_dir: str, batch_size: int = 32, threads: int = 0,
-                   runtime: str = "") -> BaseEmbedding:
+                   runtime: str = "") -> Embedder:
     return OnnxEmbedding(Path(onnx_file), model_dir, batch_size, threads, runtime)
 
 
 @lru_cache(maxsize=2)
-def _bf16_embedder(model: str, batch_size: int, runtime: str) -> BaseEmbedding:
+def _bf16_embedder(model: str, batch_size: int, runtime: str) -> Embedder:
     path = _quiet_loading(model)
     from sentence_transformers import SentenceTransformer
 
@@ -161,7 +173,7 @@ def _bf16_embedder(model: str, batch_size: int, runtime: str) -> BaseEmbedding:
         raise EmbeddingModelError(f"cannot load embedding model '{model}' (PAPERS_EMBED_MODEL): {e}") from None
 
 
-def ingest_embedder_for(settings: Settings) -> BaseEmbedding:
+def ingest_embedder_for(settings: Settings) -> Embedder:
     """The embedder ingest uses (`ingest_engine`). A model the ONNX exporter cannot handle, or a hub-only
     model, is embedded with torch; the store records what was really used."""
     engine = ingest_engine(settings)
@@ -176,7 +188,7 @@ def ingest_embedder_for(settings: Settings) -> BaseEmbedding:
     return embedder_for(settings)
 
 
-def query_embedder_for(settings: Settings, store_runtime: str | None = None) -> BaseEmbedding:
+def query_embedder_for(settings: Settings, store_runtime: str | None = None) -> Embedder:
     """The embedder for questions and answer sentences. It follows the store's record: an int8 store's questions
     go through the same int8 file; an fp32 store uses the fp32 ONNX copy when it exists (fast start), else torch."""
     if runtime_family(store_runtime) == "int8":

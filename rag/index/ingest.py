@@ -13,21 +13,35 @@ store instead of deriving it, so nothing a killed ingest wrote is ever served st
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rag import prompts
-from rag.corpus.scan import Paper, scan
+from rag.corpus.scan import CorpusScan, Paper, scan
 from rag.errors import QuestionError
 from rag.index.chunking import SectionChunks, WholeSentenceChunker
-from rag.index.embed import embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
+from rag.index.embed import Embedder, embedder_engine, embedder_runtime, ensure_onnx, ingest_embedder_for
+from rag.index.onnx_embed import TokenBatches
 from rag.index.paper_level import heading
-from rag.index.snapshot import Written, probe_ids
-from rag.index.store import VERSION_CHECK_S, CatalogEntry, Store, StoreError, writer_lock
+from rag.index.snapshot import LocalIndex, Written, probe_ids
+from rag.index.store import (
+    VERSION_CHECK_S,
+    CatalogEntry,
+    Store,
+    StoreError,
+    embeddings_of,
+    metadatas_of,
+    paper_in,
+    writer_lock,
+)
 from rag.index.versions import (
     committed_index,
     ensure_local_index,
@@ -40,8 +54,12 @@ from rag.index.versions import (
 from rag.settings import Settings
 
 if TYPE_CHECKING:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from types import FrameType
+
+    import numpy as np
+    from chromadb.api.types import Metadata
     from llama_index.core.schema import BaseNode, Document
+    from numpy.typing import ArrayLike, NDArray
 
 
 SPLITTER_VERSION = "w1"
@@ -103,7 +121,7 @@ def make_document(paper: Paper) -> Document:
     )
 
 
-def make_splitter(settings: Settings):
+def make_splitter(settings: Settings) -> WholeSentenceChunker:
     """The chunker used at ingest: whole sentences grouped up to settings.chunk_tokens."""
     return WholeSentenceChunker(chunk_tokens=settings.chunk_tokens, include_prev_next_rel=False)
 
@@ -125,7 +143,7 @@ def _id_taken(old: CatalogEntry, new: Paper, roots: list[str]) -> bool:
 
 
 def ingest(settings: Settings, paths: list[Path] | None = None, *, rebuild: bool = False,
-           embedder: BaseEmbedding | None = None, progress: bool | None = None) -> IngestReport:
+           embedder: Embedder | None = None, progress: bool | None = None) -> IngestReport:
     """Bring the index in line with the files under `paths` (default: settings.corpus_paths)."""
     with writer_lock(settings):
         return _ingest(settings, paths, rebuild=rebuild, embedder=embedder, progress=progress)
@@ -164,7 +182,7 @@ def _write_removed(settings: Settings, removed: dict[str, dict[str, str]]) -> No
     (settings.data_dir / REMOVED_FILE).unlink(missing_ok=True)
 
 
-def remove(settings: Settings, paper_ids: list[str], *, undo: bool = False, embedder: BaseEmbedding | None = None,
+def remove(settings: Settings, paper_ids: list[str], *, undo: bool = False, embedder: Embedder | None = None,
            progress: bool | None = None) -> IngestReport:
     """Take papers out of the index (with `undo`, bring removed ones back) by re-ingesting the files they came
     from with the papers left out: the store, the catalog and the local index change together, as for a file
@@ -196,7 +214,15 @@ def remove(settings: Settings, paper_ids: list[str], *, undo: bool = False, embe
                        progress=progress)
 
 
-def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embedder: BaseEmbedding | None,
+@dataclass
+class _Plan:
+    """The papers an ingest embeds (new, changed or with damaged chunks) and those whose records only change."""
+
+    to_embed: list[Paper] = field(default_factory=list)
+    relocate: list[Paper] = field(default_factory=list)
+
+
+def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embedder: Embedder | None,
             progress: bool | None) -> IngestReport:
     t0 = time.perf_counter()
     paths = list(paths or settings.corpus_paths)
@@ -208,66 +234,14 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     t = time.perf_counter()
     previous_version = store.version
     interrupted = bool(store.pending)  # the previous ingest stopped before its commit
-    # The committed version's local index holds the catalog as committed (and the rows it derives the next
-    # index from): read from Chroma only when there is none that matches the store.
-    previous = committed_index(settings, store)
-    # A damaged vector index is reported (with the way out), never declared "unchanged". The probe reads vectors
-    # by the ids the index names (see Store.check_vectors); an index naming ids the store lacks is not used.
-    if not store.check_vectors(sample=probe_ids(previous) if previous is not None else None):
-        previous = None
+    previous = _usable_previous(settings, store)
     catalog = dict(previous.papers) if previous is not None else store.catalog(with_text=False)
     report.phases["catalog_s"] = time.perf_counter() - t
     chunking = chunking_key(settings)
-    labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
-    t = time.perf_counter()
-    found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
-                 known_label=lambda content_hash, title: labels.get((content_hash, title)))
-    report.phases["scan_s"] = time.perf_counter() - t
-    report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
-    excluded = removed_papers(settings, store)
-    kept = [p for p in found.papers if p.paper_id not in excluded]
-    if len(kept) < len(found.papers):  # their files still hold them: left out as if the files did not
-        n = len(found.papers) - len(kept)
-        report.warnings.append(f"{n} paper{'s' * (n != 1)} left out: removed with `papers remove` "
-                               "(`papers remove --undo ID` brings one back)")
-        found.papers = kept
-    report.papers_seen = len(found.papers)
-
-    # Diff the scan against the catalog.
-    to_embed: list[Paper] = []
-    relocate: list[Paper] = []
+    found = _scan(settings, store, paths, catalog, chunking, report)
     roots = [_source_key(str(p)) for p in paths]
-    for p in list(found.papers):
-        old = catalog.get(p.paper_id)
-        if old is not None and _id_taken(old, p, roots):
-            report.problems.append(f"{p.source}#{p.position}: id {p.paper_id!r} is already used by another paper "
-                                   f"({old.source}#{old.position}, {old.label}); not indexed: give it its own id")
-            found.papers.remove(p)
-            continue
-        if old is None:
-            to_embed.append(p)
-            report.added.append(p.paper_id)
-        elif old.content_hash != p.content_hash or old.label != p.label or old.title != p.title \
-                or old.chunking != chunking or old.n_chunks == 0 or old.layout != p.layout:
-            to_embed.append(p)
-            report.reembedded.append(p.paper_id)
-        elif (old.source, old.position, old.title, old.url, old.authors, old.venue, old.year) != \
-                (p.source, p.position, p.title, p.url, p.authors, p.venue, p.year) or _metadata_changed(old, p):
-            relocate.append(p)
-            report.relocated.append(p.paper_id)
-        else:
-            report.unchanged += 1
-
-    # Removal: indexed papers from files under the ingested paths that are gone or no longer hold them.
-    # Files that could not be read keep their papers: a damaged file must not empty the index. In a file with
-    # some bad lines, only a paper indexed from one of those lines is kept (what the line holds now is unknown);
-    # the good lines are current, so an edited paper's old version goes.
-    seen_ids = {p.paper_id for p in found.papers}
-    unreadable = {_source_key(str(r.path)) for r in found.files if r.failed}
-    bad_at = {_source_key(str(r.path)): r.bad_positions for r in found.files if r.bad_positions}
-    report.removed = [pid for pid, e in catalog.items()
-                      if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable
-                      and e.position not in bad_at.get(e.source_key, ())]
+    plan = _diff(found, catalog, chunking, roots, report)
+    report.removed = _gone(found, catalog, roots)
 
     # Repair after an interrupted ingest: chunks whose paper has no catalog record, records whose chunks are
     # missing, too many, or cut from another version of the text.
@@ -279,34 +253,20 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
         # marker they search their own index version only, so no question meets a half-written store.
         time.sleep(VERSION_CHECK_S + 0.5)
     if repairing:
-        stored = store.chunk_summary()
-        orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]
-        store.delete_chunks_of(orphans)
-        report.repaired = len(orphans)
-        for p in found.papers:
-            e = catalog.get(p.paper_id)
-            n, hashes = stored.get(p.paper_id, (0, set()))
-            if e is not None and (n != e.n_chunks or hashes - {"", e.content_hash}) and p not in to_embed:
-                to_embed.append(p)
-                report.reembedded.append(p.paper_id)
-                if p in relocate:
-                    relocate.remove(p)
-                    report.relocated.remove(p.paper_id)
-                else:
-                    report.unchanged -= 1
+        _repair(store, found, catalog, plan, report)
 
     written = Written()  # the chunks written below, handed to the local index instead of read back
     if report.removed:
         store.delete_papers(report.removed)
-    if relocate:
-        _rewrite_metadata(store, relocate, chunking)
-    if to_embed:
+    if plan.relocate:
+        _rewrite_metadata(store, plan.relocate, chunking)
+    if plan.to_embed:
         if embedder is None:  # loaded only when something needs embedding: a no-op ingest stays fast
             t = time.perf_counter()
             embedder = ingest_embedder_for(settings)
             report.phases["load_model_s"] = time.perf_counter() - t
-        report.chunks_embedded = _embed_and_write(settings, store, to_embed, embedder, chunking, progress, report,
-                                                  written)
+        report.chunks_embedded = _embed_and_write(settings, store, plan.to_embed, embedder, chunking, progress,
+                                                  report, written)
 
     ensure_onnx(settings)  # the fast query path; exported once, next to the store
 
@@ -327,6 +287,100 @@ def _ingest(settings: Settings, paths: list[Path] | None, *, rebuild: bool, embe
     report.total_papers = store.papers.count()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _usable_previous(settings: Settings, store: Store) -> LocalIndex | None:
+    """The committed version's local index, which holds the catalog as committed (and the rows the next index
+    is derived from); None when there is none that matches the store (the catalog is then read from Chroma)."""
+    previous = committed_index(settings, store)
+    # A damaged vector index is reported (with the way out), never declared "unchanged". The probe reads vectors
+    # by the ids the index names (see Store.check_vectors); an index naming ids the store lacks is not used.
+    if not store.check_vectors(sample=probe_ids(previous) if previous is not None else None):
+        return None
+    return previous
+
+
+def _scan(settings: Settings, store: Store, paths: list[Path], catalog: dict[str, CatalogEntry], chunking: str,
+          report: IngestReport) -> CorpusScan:
+    """The papers under `paths`, less those taken out with `papers remove`; unchanged papers keep their labels."""
+    labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
+    t = time.perf_counter()
+    found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
+                 known_label=lambda content_hash, title: labels.get((content_hash, title)))
+    report.phases["scan_s"] = time.perf_counter() - t
+    report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
+    excluded = removed_papers(settings, store)
+    kept = [p for p in found.papers if p.paper_id not in excluded]
+    if len(kept) < len(found.papers):  # their files still hold them: left out as if the files did not
+        n = len(found.papers) - len(kept)
+        report.warnings.append(f"{n} paper{'s' * (n != 1)} left out: removed with `papers remove` "
+                               "(`papers remove --undo ID` brings one back)")
+        found.papers = kept
+    report.papers_seen = len(found.papers)
+    return found
+
+
+def _diff(found: CorpusScan, catalog: dict[str, CatalogEntry], chunking: str, roots: list[str],
+          report: IngestReport) -> _Plan:
+    """The scan against the catalog: what to embed, what to rewrite, what is unchanged (in `report`). A paper
+    whose id another file's paper holds is reported and dropped from `found`."""
+    plan = _Plan()
+    for p in list(found.papers):
+        old = catalog.get(p.paper_id)
+        if old is not None and _id_taken(old, p, roots):
+            report.problems.append(f"{p.source}#{p.position}: id {p.paper_id!r} is already used by another paper "
+                                   f"({old.source}#{old.position}, {old.label}); not indexed: give it its own id")
+            found.papers.remove(p)
+            continue
+        if old is None:
+            plan.to_embed.append(p)
+            report.added.append(p.paper_id)
+        elif old.content_hash != p.content_hash or old.label != p.label or old.title != p.title \
+                or old.chunking != chunking or old.n_chunks == 0 or old.layout != p.layout:
+            plan.to_embed.append(p)
+            report.reembedded.append(p.paper_id)
+        elif (old.source, old.position, old.title, old.url, old.authors, old.venue, old.year) != \
+                (p.source, p.position, p.title, p.url, p.authors, p.venue, p.year) or _metadata_changed(old, p):
+            plan.relocate.append(p)
+            report.relocated.append(p.paper_id)
+        else:
+            report.unchanged += 1
+    return plan
+
+
+def _gone(found: CorpusScan, catalog: dict[str, CatalogEntry], roots: list[str]) -> list[str]:
+    """Indexed papers from files under the ingested paths that are gone or no longer hold them.
+
+    Files that could not be read keep their papers: a damaged file must not empty the index. In a file with
+    some bad lines, only a paper indexed from one of those lines is kept (what the line holds now is unknown);
+    the good lines are current, so an edited paper's old version goes."""
+    seen_ids = {p.paper_id for p in found.papers}
+    unreadable = {_source_key(str(r.path)) for r in found.files if r.failed}
+    bad_at = {_source_key(str(r.path)): r.bad_positions for r in found.files if r.bad_positions}
+    return [pid for pid, e in catalog.items()
+            if pid not in seen_ids and _under(e.source_key, roots) and e.source_key not in unreadable
+            and e.position not in bad_at.get(e.source_key, ())]
+
+
+def _repair(store: Store, found: CorpusScan, catalog: dict[str, CatalogEntry], plan: _Plan,
+            report: IngestReport) -> None:
+    """Delete chunks no paper owns; re-embed papers whose stored chunks disagree with their record."""
+    seen_ids = {p.paper_id for p in found.papers}
+    stored = store.chunk_summary()
+    orphans = [pid for pid in stored if pid not in catalog and pid not in seen_ids]
+    store.delete_chunks_of(orphans)
+    report.repaired = len(orphans)
+    for p in found.papers:
+        e = catalog.get(p.paper_id)
+        n, hashes = stored.get(p.paper_id, (0, set()))
+        if e is not None and (n != e.n_chunks or hashes - {"", e.content_hash}) and p not in plan.to_embed:
+            plan.to_embed.append(p)
+            report.reembedded.append(p.paper_id)
+            if p in plan.relocate:
+                plan.relocate.remove(p)
+                report.relocated.remove(p.paper_id)
+            else:
+                report.unchanged -= 1
 
 
 def _entry(p: Paper, n_chunks: int, chunking: str) -> CatalogEntry:
@@ -355,7 +409,50 @@ def _mean_vector(vectors: list[list[float]]) -> list[float]:
     return (m / n).tolist()
 
 
-def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embedder: BaseEmbedding,
+class _Stop(threading.Event):
+    """Set to stop the embedding worker; `by_signal` when Ctrl-C set it (the ingest then reports what is left)."""
+
+    by_signal = False
+
+
+class _Embedded(NamedTuple):
+    """One batch the worker embedded, handed to the writing thread."""
+
+    papers: list[Paper]
+    nodes: list[BaseNode]
+    vectors: NDArray[np.float32]
+
+
+class _Progress:
+    """The embedding bar: papers done (a batch's share as its chunks are embedded) and the chunk rate."""
+
+    def __init__(self, total: int, show: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, unit="paper", desc="Embedding", disable=not show, file=sys.stderr,
+                        dynamic_ncols=True, smoothing=0.1)
+        self.lock = threading.Lock()
+        self.started = time.perf_counter()
+        self.papers = 0.0
+        self.chunks = 0
+
+    def advance(self, papers_done: float, chunks_done: int) -> None:
+        with self.lock:
+            self.papers += papers_done
+            self.chunks += chunks_done
+            self.bar.update(int(self.papers) - self.bar.n)
+            rate = self.chunks / max(1e-9, time.perf_counter() - self.started)
+            self.bar.set_postfix_str(f"{rate:.0f} chunks/s", refresh=False)
+
+    def for_batch(self, size: int) -> Callable[[float, int], None]:
+        """`advance` for a batch of `size` papers: the share of its chunks embedded, and how many."""
+        return lambda share, n: self.advance(size * share, n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embedder: Embedder,
                      chunking: str, progress: bool | None, report: IngestReport | None = None,
                      written: Written | None = None) -> int:
     """Chunk, embed and store papers in batches: old chunks out, new chunks in, then catalog records.
@@ -366,10 +463,6 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
     the batches already embedded are written, and the next ingest embeds the rest.
     """
     import queue
-    import threading
-
-    from tqdm.auto import tqdm
-
 
     report = report if report is not None else IngestReport()
     runtime, engine = embedder_runtime(embedder, settings), embedder_engine(embedder)
@@ -377,23 +470,11 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
     report.embed_runtime, report.embed_engine = runtime, engine
     phases = {"chunk_s": 0.0, "tokenize_s": 0.0, "embed_s": 0.0, "write_chunks_s": 0.0, "write_catalog_s": 0.0}
     splitter = make_splitter(settings)
-    stop = threading.Event()
-    handed: queue.Queue = queue.Queue(maxsize=1)  # one embedded batch waits while the next is embedded
+    stop = _Stop()
+    handed: queue.Queue[_Embedded | None] = queue.Queue(maxsize=1)  # one batch waits while the next is embedded
     show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=len(papers), unit="paper", desc="Embedding", disable=not show, file=sys.stderr,
-               dynamic_ncols=True, smoothing=0.1)
-    lock = threading.Lock()
-    started = time.perf_counter()
-    counts = {"chunks": 0, "papers": 0.0}
+    bar = _Progress(len(papers), show)
     failure: list[BaseException] = []
-
-    def advance(papers_done: float, chunks_done: int) -> None:
-        with lock:
-            counts["papers"] += papers_done
-            counts["chunks"] += chunks_done
-            bar.update(int(counts["papers"]) - bar.n)
-            rate = counts["chunks"] / max(1e-9, time.perf_counter() - started)
-            bar.set_postfix_str(f"{rate:.0f} chunks/s", refresh=False)
 
     def worker() -> None:
         try:
@@ -405,10 +486,10 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
                 nodes = SectionChunks.for_papers(batch, settings.chunk_tokens)(nodes)  # a PDF's pages and sections
                 phases["chunk_s"] += time.perf_counter() - t
                 vectors = _embed_nodes(embedder, nodes, settings.embed_batch_size, stop, phases,
-                                       lambda share, n, size=len(batch): advance(size * share, n))
+                                       bar.for_batch(len(batch)))
                 if vectors is None:  # stopped: this batch is abandoned
                     return
-                handed.put((batch, nodes, vectors))
+                handed.put(_Embedded(batch, nodes, vectors))
         except BaseException as e:
             failure.append(e)
         finally:
@@ -420,29 +501,26 @@ def _embed_and_write(settings: Settings, store: Store, papers: list[Paper], embe
         thread.start()
         try:
             while (item := handed.get()) is not None:
-                batch, nodes, vectors = item
-                embedded += _write_batch(store, batch, nodes, vectors, chunking, phases, written)
-                committed += len(batch)
+                embedded += _write_batch(store, item.papers, item.nodes, item.vectors, chunking, phases, written)
+                committed += len(item.papers)
         finally:
             stop.set()  # on an error here, the worker stops too
             while thread.is_alive():
-                try:
+                with contextlib.suppress(queue.Empty):
                     handed.get(timeout=0.1)
-                except queue.Empty:
-                    pass
             bar.close()
     if failure:
         raise failure[0]
-    if getattr(stop, "by_signal", False):
+    if stop.by_signal:
         report.interrupted, report.not_embedded = True, len(papers) - committed
     for k, v in phases.items():
         report.phases[k] = report.phases.get(k, 0.0) + v
-    report.phases["embed_and_write_s"] = time.perf_counter() - started
+    report.phases["embed_and_write_s"] = time.perf_counter() - bar.started
     return embedded
 
 
-def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int, stop: object,
-                 phases: dict[str, float], advance) -> object:
+def _embed_nodes(embedder: Embedder, nodes: list[BaseNode], batch_size: int, stop: threading.Event,
+                 phases: dict[str, float], advance: Callable[[float, int], None]) -> NDArray[np.float32] | None:
     """Vectors of the nodes' embedded texts, in node order, or None when `stop` was set meanwhile.
 
     Texts are sorted by length and batched, so each batch is padded only to its own longest text (the ONNX
@@ -454,7 +532,8 @@ def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     t = time.perf_counter()
-    if hasattr(embedder, "encode_ids"):
+    run: Callable[[list[int]], ArrayLike]
+    if isinstance(embedder, TokenBatches):
         ids = embedder.encode_ids(texts)
         key = [len(i) for i in ids]
         run = lambda rows: embedder.run_batch([ids[r] for r in rows])  # noqa: E731
@@ -463,7 +542,7 @@ def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int
         run = lambda rows: np.asarray(embedder.get_text_embedding_batch([texts[r] for r in rows]))  # noqa: E731
     phases["tokenize_s"] += time.perf_counter() - t
     order = sorted(range(len(texts)), key=key.__getitem__)
-    out = None
+    out = np.zeros((0, 0), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         if stop.is_set():
             return None
@@ -471,15 +550,15 @@ def _embed_nodes(embedder: BaseEmbedding, nodes: list[BaseNode], batch_size: int
         t = time.perf_counter()
         vecs = np.asarray(run(rows), dtype=np.float32)
         phases["embed_s"] += time.perf_counter() - t
-        if out is None:
+        if start == 0:  # the first batch says the width
             out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
         out[rows] = vecs
         advance(len(rows) / len(texts), len(rows))
     return out
 
 
-def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vectors: object, chunking: str,
-                 phases: dict[str, float], written: Written | None = None) -> int:
+def _write_batch(store: Store, batch: list[Paper], nodes: list[BaseNode], vectors: NDArray[np.float32],
+                 chunking: str, phases: dict[str, float], written: Written | None = None) -> int:
     """Replace the batch's papers in the store: old chunks out, new chunks in, catalog records last; the chunks
     as the store holds them are added to `written`."""
     from llama_index.core.schema import MetadataMode
@@ -508,16 +587,13 @@ class _stop_on_sigint:
     """While embedding: the first Ctrl-C asks the worker to stop after its current model call (the CLI then says
     how to resume); a second one interrupts at once (still safe: catalog records follow their chunks)."""
 
-    def __init__(self, stop: object) -> None:
+    def __init__(self, stop: _Stop) -> None:
         self.stop = stop
-        self.previous = None
+        self.previous: Callable[[int, FrameType | None], Any] | int | None = None
 
     def __enter__(self) -> _stop_on_sigint:
-        import signal
-        import threading
-
         if threading.current_thread() is threading.main_thread():
-            def handler(signum: int, frame: object) -> None:
+            def handler(signum: int, frame: FrameType | None) -> None:
                 if self.stop.is_set():
                     raise KeyboardInterrupt
                 self.stop.by_signal = True
@@ -528,8 +604,6 @@ class _stop_on_sigint:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import signal
-
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
 
@@ -539,11 +613,12 @@ def _rewrite_metadata(store: Store, papers: list[Paper], chunking: str) -> None:
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
     by_id = {p.paper_id: p for p in papers}
-    got = store.chunks.get(where={"paper_id": {"$in": list(by_id)}}, include=["metadatas"])
-    ids, metas = [], []
+    got = store.chunks.get(where=paper_in(list(by_id)), include=["metadatas"])
+    ids: list[str] = []
+    metas: list[Metadata] = []
     counts: dict[str, int] = {}
-    for cid, meta in zip(got["ids"], got["metadatas"]):
-        node = metadata_dict_to_node(meta)
+    for cid, meta in zip(got["ids"], metadatas_of(got)):
+        node = metadata_dict_to_node(dict(meta))
         p = by_id[node.metadata["paper_id"]]
         node.metadata.update(source=p.source, position=p.position, label=p.label)
         new_meta = node_to_metadata_dict(node, remove_text=True, flat_metadata=True)
@@ -552,6 +627,6 @@ def _rewrite_metadata(store: Store, papers: list[Paper], chunking: str) -> None:
         counts[p.paper_id] = counts.get(p.paper_id, 0) + 1
     store.update_chunk_metadata(ids, metas)
     vectors = store.papers.get(ids=list(by_id), include=["embeddings"])
-    vector_of = dict(zip(vectors["ids"], vectors["embeddings"]))
+    vector_of = dict(zip(vectors["ids"], embeddings_of(vectors)))
     store.write_catalog([_entry(p, counts.get(p.paper_id, 0), chunking) for p in papers],
                         [list(vector_of[p.paper_id]) for p in papers])

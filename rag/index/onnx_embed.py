@@ -13,7 +13,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 ONNX_OPSET = 17
 # How the int8 copy is made: onnxruntime dynamic quantisation, int8 weights with one scale per output channel.
@@ -121,6 +125,15 @@ def _max_length(model_dir: str) -> int:
     return 256
 
 
+@runtime_checkable
+class TokenBatches(Protocol):
+    """An embedder whose tokenising and model runs are separate calls (ingest times and batches them apart)."""
+
+    def encode_ids(self, texts: list[str]) -> list[list[int]]: ...
+
+    def run_batch(self, ids: list[list[int]]) -> NDArray[np.float32]: ...
+
+
 class BatchedEmbedding:
     """The batching shared by the ingest embedders: subclasses give `encode_ids` (texts to token ids) and
     `run_batch` (ids to vectors); ingest's worker calls those two, so tokenising and the model time apart."""
@@ -130,10 +143,10 @@ class BatchedEmbedding:
     def encode_ids(self, texts: list[str]) -> list[list[int]]:
         raise NotImplementedError
 
-    def run_batch(self, ids: list[list[int]]):
+    def run_batch(self, ids: list[list[int]]) -> NDArray[np.float32]:
         raise NotImplementedError
 
-    def embed_texts(self, texts: list[str], batch_size: int | None = None):
+    def embed_texts(self, texts: list[str], batch_size: int | None = None) -> NDArray[np.float32]:
         """Vectors in input order, computed on batches of texts of similar token length (sorted, not padded
         to the longest text overall)."""
         import numpy as np
@@ -143,11 +156,11 @@ class BatchedEmbedding:
         ids = self.encode_ids(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         step = batch_size or self.embed_batch_size
-        out: np.ndarray | None = None
+        out = np.zeros((0, 0), dtype=np.float32)
         for start in range(0, len(order), step):
             rows = order[start:start + step]
             vecs = self.run_batch([ids[i] for i in rows])
-            if out is None:
+            if start == 0:  # the first batch says the width
                 out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
             out[rows] = vecs
         return out
@@ -198,7 +211,7 @@ class OnnxEmbedding(BatchedEmbedding):
         """Token ids of each text (truncated, unpadded): the part of embedding that runs before the model."""
         return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
 
-    def run_batch(self, ids: list[list[int]]):
+    def run_batch(self, ids: list[list[int]]) -> NDArray[np.float32]:
         """Vectors of one batch of token ids, padded to the batch's longest (onnxruntime releases the GIL)."""
         import numpy as np
 

@@ -13,14 +13,30 @@ import math
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rag.index.bm25 import bm25_index, tokenize, top, updated_bm25
 from rag.index.paper_level import PaperLevel, build_paper_level, heading, updated_paper_level
-from rag.index.store import GET_BATCH, CatalogEntry, Store, StoreError, damaged
+from rag.index.store import (
+    GET_BATCH,
+    CatalogEntry,
+    Store,
+    StoreError,
+    damaged,
+    documents_of,
+    embeddings_of,
+    metadatas_of,
+    paper_in,
+)
 from rag.text import word_stem_table
+
+if TYPE_CHECKING:
+    import numpy as np
+    from chromadb.api.types import GetResult, Include
+    from numpy.typing import ArrayLike, NDArray
 
 SPILL_FILE = "vectors.npy"  # the next version's vectors, written beside the versions before it is saved
 
@@ -28,6 +44,17 @@ SPILL_FILE = "vectors.npy"  # the next version's vectors, written beside the ver
 def embedded_text(head: str, text: str) -> str:
     """What a chunk's vector was computed from: its paper's heading (see `heading`), then its text."""
     return f"{head}: {text}"
+
+
+class ChunkRows(NamedTuple):
+    """Chunks as the store holds them, column by column: the vectors in float32 blocks (one per write or read),
+    in row order."""
+
+    chunk_ids: list[str]
+    paper_ids: list[str]
+    texts: list[str]
+    labels: list[str]
+    vectors: list[NDArray[np.float32]]
 
 
 @dataclass
@@ -40,9 +67,10 @@ class Written:
     paper_ids: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
-    vectors: list[Any] = field(default_factory=list)  # float32 arrays, one per write
+    vectors: list[NDArray[np.float32]] = field(default_factory=list)  # float32 arrays, one per write
 
-    def add(self, chunk_ids: list[str], paper_ids: list[str], texts: list[str], labels: list[str], vectors: Any) -> None:
+    def add(self, chunk_ids: list[str], paper_ids: list[str], texts: list[str], labels: list[str],
+            vectors: ArrayLike) -> None:
         import numpy as np
 
         self.chunk_ids += chunk_ids
@@ -62,9 +90,10 @@ class Written:
             return False
         return all(counts.get(pid, 0) == (papers[pid].n_chunks if pid in papers else 0) for pid in touched)
 
-    def rows(self) -> tuple[list[str], list[str], list[str], list[str], list[Any]]:
+    def rows(self) -> ChunkRows:
         """In `read_chunks`'s form."""
-        return list(self.chunk_ids), list(self.paper_ids), list(self.texts), list(self.labels), list(self.vectors)
+        return ChunkRows(list(self.chunk_ids), list(self.paper_ids), list(self.texts), list(self.labels),
+                         list(self.vectors))
 
 
 @dataclass
@@ -157,8 +186,7 @@ class LocalIndex:
         return {w: table.get(w, unseen) for w in words}
 
 
-def read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list[str], list[str], list[str],
-                                                                         list[str], Any]:
+def read_chunks(store: Store, paper_ids: list[str] | None = None) -> ChunkRows:
     """Chunk ids, paper ids, texts, labels and vectors of every chunk, or of the chunks of some papers."""
     try:
         return _read_chunks_unchecked(store, paper_ids)
@@ -168,32 +196,28 @@ def read_chunks(store: Store, paper_ids: list[str] | None = None) -> tuple[list[
         raise damaged("store's chunk vectors", e) from None
 
 
-def _read_chunks_unchecked(store: Store, paper_ids: list[str] | None) -> tuple[list[str], list[str], list[str],
-                                                                            list[str], Any]:
+def _read_chunks_unchecked(store: Store, paper_ids: list[str] | None) -> ChunkRows:
     import numpy as np
 
-    chunk_ids: list[str] = []
-    owners: list[str] = []
-    texts: list[str] = []
-    labels: list[str] = []
-    vectors: list[Any] = []
-    include = ["documents", "metadatas", "embeddings"]
+    rows = ChunkRows([], [], [], [], [])
+    include: Include = ["documents", "metadatas", "embeddings"]
+    pages: Iterator[GetResult]
     if paper_ids is None:
         total = store.chunks.count()
         pages = (store.chunks.get(include=include, limit=GET_BATCH, offset=o) for o in range(0, total, GET_BATCH))
     else:
         ids = list(paper_ids)
-        pages = (store.chunks.get(where={"paper_id": {"$in": ids[i:i + 500]}}, include=include)
+        pages = (store.chunks.get(where=paper_in(ids[i:i + 500]), include=include)
                  for i in range(0, len(ids), 500))
     for got in pages:
-        for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-            chunk_ids.append(cid)
-            owners.append(str(meta.get("paper_id", "")))
-            texts.append(doc or "")
-            labels.append(str(meta.get("heading") or meta.get("label", "")))
+        for cid, doc, meta in zip(got["ids"], documents_of(got), metadatas_of(got)):
+            rows.chunk_ids.append(cid)
+            rows.paper_ids.append(str(meta.get("paper_id", "")))
+            rows.texts.append(doc or "")
+            rows.labels.append(str(meta.get("heading") or meta.get("label", "")))
         if len(got["ids"]):
-            vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
-    return chunk_ids, owners, texts, labels, vectors
+            rows.vectors.append(np.asarray(embeddings_of(got), dtype=np.float32))
+    return rows
 
 
 def _heads(papers: dict[str, CatalogEntry]) -> list[str]:

@@ -30,10 +30,10 @@ import shutil
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rag.errors import UnavailableError
 from rag.index.embed import runtime_family
@@ -42,6 +42,18 @@ from rag.settings import Settings
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import (
+        Embeddings,
+        GetResult,
+        Include,
+        LiteralValue,
+        Metadata,
+        PyEmbedding,
+        PyEmbeddings,
+        Vector,
+        Where,
+    )
+    from chromadb.base_types import InclusionExclusionOperator
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
 SCHEMA = 1
@@ -102,7 +114,46 @@ class _CountedWrites:
 
 
 def _counted(collection: Collection) -> Collection:
-    return _CountedWrites(collection) if os.environ.get(_KILL_AT_ENV) else collection  # type: ignore[return-value]
+    # the proxy forwards every attribute to the collection it wraps: typed as that collection
+    return cast("Collection", _CountedWrites(collection)) if os.environ.get(_KILL_AT_ENV) else collection
+
+
+# --- reading Chroma's results ----------------------------------------------------------------------------
+
+def paper_in(paper_ids: Sequence[str]) -> Where:
+    """The filter selecting the chunks of some papers."""
+    values: list[LiteralValue] = list(paper_ids)
+    condition: dict[InclusionExclusionOperator, list[LiteralValue]] = {"$in": values}
+    return {"paper_id": condition}
+
+
+def metadatas_of(got: GetResult) -> list[Metadata]:
+    """The metadatas of a get that asked for them (Chroma leaves a field out, None, when not asked)."""
+    found = got["metadatas"]
+    if found is None:
+        raise StoreError(f"the store answered without the metadata asked for: {DOCTOR_HINT}")
+    return found
+
+
+def documents_of(got: GetResult) -> list[str]:
+    """The documents of a get that asked for them."""
+    found = got["documents"]
+    if found is None:
+        raise StoreError(f"the store answered without the documents asked for: {DOCTOR_HINT}")
+    return found
+
+
+def embeddings_of(got: GetResult) -> Embeddings | PyEmbeddings | Vector:
+    """The vectors of a get that asked for them (a numpy array or lists, as the client returns them)."""
+    found = got["embeddings"]
+    if found is None:
+        raise StoreError(f"the store answered without the vectors asked for: {DOCTOR_HINT}")
+    return found
+
+
+def as_embeddings(vectors: Iterable[Sequence[float]]) -> list[PyEmbedding]:
+    """Vectors in the form Chroma's writes and queries take (its lists are typed invariant)."""
+    return list(vectors)
 
 
 # --- process locks ---------------------------------------------------------------------------------------
@@ -452,7 +503,7 @@ class Store:
                 if not total:
                     found = found and not ids
                     continue
-                pages = None
+                pages: Iterable[GetResult] | None = None
                 if ids and not full:
                     got = col.get(ids=ids, include=["embeddings"])
                     if len(got["ids"]) == len(ids):
@@ -470,7 +521,8 @@ class Store:
                     if embs is None or len(embs) != len(got["ids"]):
                         raise RuntimeError("vectors missing")
                     dim = len(embs[0])
-                col.query(query_embeddings=[[1.0] + [0.0] * (dim - 1)], n_results=min(total, 3), include=[])
+                col.query(query_embeddings=as_embeddings([[1.0] + [0.0] * (dim - 1)]), n_results=min(total, 3),
+                          include=[])
             except Exception as e:
                 raise damaged(what, e) from None
         return found
@@ -495,11 +547,11 @@ class Store:
         """
         out: dict[str, CatalogEntry] = {}
         total = self.papers.count()
-        include = ["metadatas", "documents"] if with_text else ["metadatas"]
+        include: Include = ["metadatas", "documents"] if with_text else ["metadatas"]
         for offset in range(0, total, GET_BATCH):
             got = self.papers.get(include=include, limit=GET_BATCH, offset=offset)
-            docs = got["documents"] if with_text else [None] * len(got["ids"])
-            for pid, meta, doc in zip(got["ids"], got["metadatas"], docs):
+            docs: Sequence[str | None] = documents_of(got) if with_text else [None] * len(got["ids"])
+            for pid, meta, doc in zip(got["ids"], metadatas_of(got), docs):
                 out[pid] = _entry(pid, meta, doc)
         return out
 
@@ -516,7 +568,7 @@ class Store:
         total = self.chunks.count()
         for offset in range(0, total, GET_BATCH):
             got = self.chunks.get(include=["metadatas"], limit=GET_BATCH, offset=offset)
-            for meta in got["metadatas"]:
+            for meta in metadatas_of(got):
                 pid = str(meta.get("paper_id", ""))
                 n, hashes = out.get(pid, (0, set()))
                 hashes.add(str(meta.get("content_hash", "")))
@@ -527,26 +579,26 @@ class Store:
         """Remove papers: chunks first, catalog last, so a crash in between is repaired by the next ingest."""
         for i in range(0, len(paper_ids), 500):
             batch = paper_ids[i:i + 500]
-            self.chunks.delete(where={"paper_id": {"$in": batch}})
+            self.chunks.delete(where=paper_in(batch))
             self.papers.delete(ids=batch)
 
     def delete_chunks_of(self, paper_ids: list[str]) -> None:
         for i in range(0, len(paper_ids), 500):
-            self.chunks.delete(where={"paper_id": {"$in": paper_ids[i:i + 500]}})
+            self.chunks.delete(where=paper_in(paper_ids[i:i + 500]))
 
-    def write_catalog(self, entries: list[CatalogEntry], embeddings: list[list[float]]) -> None:
+    def write_catalog(self, entries: list[CatalogEntry], embeddings: Sequence[Sequence[float]]) -> None:
         for i in range(0, len(entries), WRITE_BATCH):  # Chroma refuses a write over its max batch size
             batch = entries[i:i + WRITE_BATCH]
             self.papers.upsert(
                 ids=[e.paper_id for e in batch],
                 documents=[e.text for e in batch],
                 metadatas=[_meta(e) for e in batch],
-                embeddings=embeddings[i:i + WRITE_BATCH],
+                embeddings=as_embeddings(embeddings[i:i + WRITE_BATCH]),
             )
 
-    def update_chunk_metadata(self, ids: list[str], metadatas: list[dict]) -> None:
+    def update_chunk_metadata(self, ids: list[str], metadatas: Sequence[Metadata]) -> None:
         for i in range(0, len(ids), WRITE_BATCH):
-            self.chunks.update(ids=ids[i:i + WRITE_BATCH], metadatas=metadatas[i:i + WRITE_BATCH])
+            self.chunks.update(ids=ids[i:i + WRITE_BATCH], metadatas=list(metadatas[i:i + WRITE_BATCH]))
 
     def get_papers(self, paper_ids: list[str]) -> dict[str, CatalogEntry]:
         """Records of some papers (those not in the index are left out)."""
@@ -555,7 +607,7 @@ class Store:
         for i in range(0, len(ids), GET_BATCH):
             got = self.papers.get(ids=ids[i:i + GET_BATCH], include=["metadatas", "documents"])
             out.update((pid, _entry(pid, meta, doc))
-                       for pid, meta, doc in zip(got["ids"], got["metadatas"], got["documents"]))
+                       for pid, meta, doc in zip(got["ids"], metadatas_of(got), documents_of(got)))
         return out
 
 
@@ -572,12 +624,21 @@ def _meta(e: CatalogEntry) -> dict[str, Any]:
     return {f: getattr(e, f) for f in _META_FIELDS + _OPTIONAL_FIELDS} | {"paper_id": e.paper_id}
 
 
-def _entry(pid: str, meta: dict[str, Any] | None, doc: str | None) -> CatalogEntry:
+def _int(value: object) -> int:
+    """A number kept in metadata (none, or "", reads as 0)."""
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
+def _entry(pid: str, meta: Metadata | None, doc: str | None) -> CatalogEntry:
     meta = meta or {}
     return CatalogEntry(
         paper_id=pid, content_hash=str(meta.get("content_hash", "")), label=str(meta.get("label", "")),
         source=str(meta.get("source", "")), source_key=str(meta.get("source_key", "")),
-        position=int(meta.get("position", 0) or 0), n_chunks=int(meta.get("n_chunks", 0) or 0),
+        position=_int(meta.get("position", 0)), n_chunks=_int(meta.get("n_chunks", 0)),
         chunking=str(meta.get("chunking", "")), title=str(meta.get("title", "")), url=str(meta.get("url", "")),
         authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")), year=str(meta.get("year", "")),
         text=doc or "", **{f: str(meta.get(f) or "") for f in _OPTIONAL_FIELDS},

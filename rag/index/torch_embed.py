@@ -8,8 +8,14 @@ torch emulates bf16, slower than fp32, so this embedder is only chosen where `na
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rag.index.onnx_embed import BatchedEmbedding
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from sentence_transformers import SentenceTransformer
 
 
 @lru_cache(maxsize=1)
@@ -35,7 +41,7 @@ class Bf16Embedding(BatchedEmbedding):
 
     engine = "torch-bf16"
 
-    def __init__(self, model: object, name: str, embed_batch_size: int = 32, runtime: str = "") -> None:
+    def __init__(self, model: SentenceTransformer, name: str, embed_batch_size: int = 32, runtime: str = "") -> None:
         self._model = model  # a SentenceTransformer on the CPU, fp32 weights
         self.model_name = f"torch-bf16:{name}"
         self.runtime = runtime
@@ -46,7 +52,7 @@ class Bf16Embedding(BatchedEmbedding):
         return self._model.tokenizer([t.strip() for t in texts], truncation=True,
                                      max_length=self._model.max_seq_length)["input_ids"]
 
-    def run_batch(self, ids: list[list[int]]):
+    def run_batch(self, ids: list[list[int]]) -> NDArray[np.float32]:
         """L2-normalised fp32 vectors of one batch, padded to its longest text. Autocast and inference mode are
         per thread, so they are entered here, on the thread that runs the model."""
         import torch

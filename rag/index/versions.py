@@ -140,8 +140,9 @@ def _remember(folder: Path, index: LocalIndex, stamp: tuple | None = None) -> No
             index.vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
             index.__dict__.pop("matrix", None)
         level = index.paper_level  # its vectors too: the next version links the file when they are unchanged
-        if level is not None and getattr(level.vectors, "filename", None) != os.path.abspath(folder / PAPER_VECTORS_FILE):
-            level.vectors = np.load(folder / PAPER_VECTORS_FILE, mmap_mode="r")
+        paper_vectors = folder / PAPER_VECTORS_FILE
+        if level is not None and getattr(level.vectors, "filename", None) != os.path.abspath(paper_vectors):
+            level.vectors = np.load(paper_vectors, mmap_mode="r")
     except OSError:
         _LAST = None
         return
@@ -235,11 +236,11 @@ def ensure_local_index(settings: Settings, store: Store, load: bool = True) -> L
         shutil.rmtree(path, ignore_errors=True)
     if path.exists():
         try:
-            index = _saved(path)
-            index.row_of, index.rows_of_paper  # noqa: B018 - built here, not in the first question
-            if index.word_stems is not None:
-                prime_word_stems(index.word_stems)
-            return index
+            saved = _saved(path)
+            saved.row_of, saved.rows_of_paper  # noqa: B018 - built here, not in the first question
+            if saved.word_stems is not None:
+                prime_word_stems(saved.word_stems)
+            return saved
         except Exception:  # a damaged index is rebuilt, never trusted
             shutil.rmtree(path, ignore_errors=True)
     index = build_local_index(store)

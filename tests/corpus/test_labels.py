@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.corpus.scan import scan
 from rag.corpus.labels import extract_label, is_coined
-
+from rag.corpus.scan import scan
 from tests.conftest import CORPUS
 
 EXPECTED = {

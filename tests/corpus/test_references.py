@@ -9,11 +9,9 @@ import bibtexparser
 import pytest
 import rispy
 
-from rag.corpus.references import (bibtex_key, citation_fields, reference_line, to_bibtex, to_csl_json, to_ris,
-                                   to_text)
+from rag.corpus.references import bibtex_key, citation_fields, reference_line, to_bibtex, to_csl_json, to_ris, to_text
 from rag.corpus.scan import read_file
 from rag.index.store import CatalogEntry
-
 from tests.corpus.readers import exports
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from rag.corpus.scan import read_file, scan
-
 from tests.conftest import CORPUS, write_jsonl
 from tests.corpus.readers import exports
 
@@ -17,7 +16,7 @@ ABSTRACT = ("We propose FooNet, a sparse attention method for long documents tha
             "while keeping accuracy.")
 
 
-def read(path: Path):  # noqa: ANN201
+def read(path: Path):
     return read_file(path, LIMIT, 20_000)
 
 

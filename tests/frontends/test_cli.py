@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from rag.frontends.cli import app
-
 from tests.conftest import ROOT
 
 ANSWER_FIELDS = {"question", "answer", "abstained", "mode", "citations", "retrieved", "timings_ms"}
@@ -20,38 +19,38 @@ CITATION_FIELDS = {"n", "paper_id", "label", "source", "position", "quote"}
 
 
 @pytest.fixture()
-def cli(corpus_settings, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN001, ANN201
+def cli(corpus_settings, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PAPERS_DATA_DIR", str(corpus_settings.data_dir))
     runner = CliRunner()
 
-    def run(*args: str, stdin: str | None = None):  # noqa: ANN202
+    def run(*args: str, stdin: str | None = None):
         return runner.invoke(app, list(args), input=stdin)
     return run
 
 
-def test_ask_json_shape_and_recmem(cli) -> None:  # noqa: ANN001
+def test_ask_json_shape_and_recmem(cli) -> None:
     r = cli("ask", "--json", "Over how many test steps does RecMem stay stable?")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert ANSWER_FIELDS <= set(d) and d["mode"] == "extractive" and d["abstained"] is False
-    assert all(CITATION_FIELDS <= set(c) for c in d["citations"])
+    assert set(d) >= ANSWER_FIELDS and d["mode"] == "extractive" and d["abstained"] is False
+    assert all(set(c) >= CITATION_FIELDS for c in d["citations"])
     assert d["citations"][0]["label"] == "RecMem" and "1,800" in d["answer"]
     assert all({"paper_id", "label", "score"} <= set(r) for r in d["retrieved"])
     assert {"embed_ms", "total_ms"} <= set(d["timings_ms"])
 
 
-def test_ask_text_output(cli) -> None:  # noqa: ANN001
+def test_ask_text_output(cli) -> None:
     r = cli("ask", "Over how many test steps does RecMem stay stable?")
     assert r.exit_code == 0 and "Sources:" in r.stdout and "[1] RecMem" in r.stdout
 
 
-def test_ask_reads_questions_from_stdin(cli) -> None:  # noqa: ANN001
+def test_ask_reads_questions_from_stdin(cli) -> None:
     r = cli("ask", "-", "--json", stdin="What speedup does CoRF report?\n\nWhich paper proposes PotARCin?\n")
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert [d["citations"][0]["label"] for d in lines] == ["CoRF", "PotARCin"]
 
 
-def test_cite_dynamic_motion_slider(cli) -> None:  # noqa: ANN001
+def test_cite_dynamic_motion_slider(cli) -> None:
     r = cli("cite", "--json", "Dynamic Motion Slider")
     d = json.loads(r.stdout)
     top = d["results"][0]
@@ -62,7 +61,7 @@ def test_cite_dynamic_motion_slider(cli) -> None:  # noqa: ANN001
     assert text.startswith("1. DyMoS") and "ref:" in text
 
 
-def test_cite_reads_queries_from_stdin(cli) -> None:  # noqa: ANN001
+def test_cite_reads_queries_from_stdin(cli) -> None:
     r = cli("cite", "-", "--json", "--k", "3",
             stdin="Dynamic Motion Slider\n\nconfidence-filtered beam search\n")
     assert r.exit_code == 0, r.output
@@ -76,14 +75,14 @@ def test_cite_reads_queries_from_stdin(cli) -> None:  # noqa: ANN001
     assert text.count("Q: ") == 2 and "strong match" in text
 
 
-def test_list_every_paper(cli) -> None:  # noqa: ANN001
+def test_list_every_paper(cli) -> None:
     lines = [json.loads(x) for x in cli("list", "--json").stdout.splitlines()]
     assert len(lines) == 38 and {"paper_id", "label", "source", "position", "abstract"} <= set(lines[0])
 
 
 @pytest.mark.parametrize("question,message", [("   ", "empty question"), ("x" * 20_000, "question too long"),
                                               ("?!?!", "no words")])
-def test_bad_questions_are_clear_errors(cli, question: str, message: str) -> None:  # noqa: ANN001
+def test_bad_questions_are_clear_errors(cli, question: str, message: str) -> None:
     r = cli("ask", question)
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
 
@@ -95,9 +94,8 @@ def test_missing_index_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_remove_reports_like_ingest_and_names_unknown_ids(tmp_path: Path, tiny_corpus: Path, counting_embedder,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from rag.index.ingest import ingest
-
     from tests.conftest import make_settings
 
     s = make_settings(tmp_path / "data")
@@ -122,7 +120,7 @@ def test_bad_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_installed_console_script(corpus_settings) -> None:  # noqa: ANN001
+def test_installed_console_script(corpus_settings) -> None:
     """The real `papers` entry point in a fresh process, as users and scripts call it."""
     exe = Path(sys.executable).with_name("papers")
     env = dict(os.environ, PAPERS_DATA_DIR=str(corpus_settings.data_dir))

@@ -13,16 +13,16 @@ from rag.frontends.cli import app
 
 
 @pytest.fixture()
-def cli(corpus_settings, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN001, ANN201
+def cli(corpus_settings, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PAPERS_DATA_DIR", str(corpus_settings.data_dir))
     runner = CliRunner()
 
-    def run(*args: str):  # noqa: ANN202
+    def run(*args: str):
         return runner.invoke(app, list(args))
     return run
 
 
-def test_grid_json_matches_the_service(cli, assistant) -> None:  # noqa: ANN001
+def test_grid_json_matches_the_service(cli, assistant) -> None:
     ids = [e.paper_id for e in assistant.papers()][:3]
     r = cli("grid", "--format", "json", *[x for i in ids for x in ("--paper", i)], "--column", "problem",
             "--column", "What speedup is reported?")
@@ -34,7 +34,7 @@ def test_grid_json_matches_the_service(cli, assistant) -> None:  # noqa: ANN001
         [[c.text for c in row.cells] for row in expected.rows]
 
 
-def test_grid_markdown_and_csv(cli, assistant) -> None:  # noqa: ANN001
+def test_grid_markdown_and_csv(cli, assistant) -> None:
     r = cli("grid")
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -45,7 +45,7 @@ def test_grid_markdown_and_csv(cli, assistant) -> None:  # noqa: ANN001
     assert rows[0] == ["paper_id", "label", "method"] and rows[1][1] == "DyMoS"
 
 
-def test_grid_errors(cli) -> None:  # noqa: ANN001
+def test_grid_errors(cli) -> None:
     r = cli("grid", "--format", "html")
     assert r.exit_code == 2 and "unknown --format" in r.output
     r = cli("grid", "--paper", "no-such-paper")

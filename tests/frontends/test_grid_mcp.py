@@ -9,10 +9,10 @@ from mcp import Client
 from rag.frontends.mcp_server import build_server
 
 
-def test_grid_tool(corpus_settings, assistant) -> None:  # noqa: ANN001
+def test_grid_tool(corpus_settings, assistant) -> None:
     ids = [e.paper_id for e in assistant.papers()][:2]
 
-    async def run():  # noqa: ANN202
+    async def run():
         async with Client(build_server(corpus_settings, assistant)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             ok = await client.call_tool("grid", {"paper_ids": ids, "columns": ["problem", "result"]})

@@ -15,16 +15,16 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.schema import NodeWithScore
 
-from rag.frontends.llamaindex import PapersQueryEngine, PapersRetriever, query_engine_tool
 from rag.errors import QuestionError
-
+from rag.frontends.llamaindex import PapersQueryEngine, PapersRetriever, query_engine_tool
 from tests.conftest import LlamaServer, llm_settings
+
 from .helpers import ROOT, papers_command, papers_env, seed_questions
 
 RECMEM_Q = "Over how many test steps does RecMem stay stable?"
 
 
-def test_retriever_returns_one_node_per_paper_with_metadata(assistant) -> None:  # noqa: ANN001
+def test_retriever_returns_one_node_per_paper_with_metadata(assistant) -> None:
     retriever = PapersRetriever(assistant.retriever, k=4)
     nodes = retriever.retrieve(RECMEM_Q)
     direct = assistant.retriever.retrieve(RECMEM_Q, k=4)
@@ -57,7 +57,7 @@ class _Recorder(BaseEventHandler):
         self.events.append(event)
 
 
-def test_the_retriever_gives_the_papers_ask_retrieves(assistant) -> None:  # noqa: ANN001
+def test_the_retriever_gives_the_papers_ask_retrieves(assistant) -> None:
     """`PapersRetriever` retrieves exactly the papers `papers ask` answers from, and LlamaIndex instrumentation sees
     its retrievals (retrieval events carry its nodes)."""
     recorder = _Recorder(events=[])
@@ -74,7 +74,7 @@ def test_the_retriever_gives_the_papers_ask_retrieves(assistant) -> None:  # noq
     assert len(ends) == 1 and [n.node.node_id for n in ends[0].nodes] == [n.node.node_id for n in nodes]
 
 
-def test_query_engine_gives_the_papers_ask_answers(assistant, corpus_settings) -> None:  # noqa: ANN001
+def test_query_engine_gives_the_papers_ask_answers(assistant, corpus_settings) -> None:
     """10 hand-written questions: the engine's text, citations and source nodes equal `papers ask --json`."""
     questions = seed_questions(10)
     out = subprocess.run(papers_command("ask", "--json", "-"), input="\n".join(questions), capture_output=True,
@@ -100,7 +100,7 @@ def test_query_engine_gives_the_papers_ask_answers(assistant, corpus_settings) -
     assert 0 < abstained < len(questions)  # the set has answered and unanswerable questions
 
 
-def test_streaming_and_async_give_the_same_answer(assistant) -> None:  # noqa: ANN001
+def test_streaming_and_async_give_the_same_answer(assistant) -> None:
     engine = PapersQueryEngine(assistant=assistant)
     plain = engine.query(RECMEM_Q)
     streaming = PapersQueryEngine(assistant=assistant, streaming=True).query(RECMEM_Q)
@@ -121,7 +121,7 @@ def test_streaming_and_async_give_the_same_answer(assistant) -> None:  # noqa: A
     assert s.metadata["citations"] == plain.metadata["citations"]
 
 
-def test_engine_options_and_bad_questions(assistant) -> None:  # noqa: ANN001
+def test_engine_options_and_bad_questions(assistant) -> None:
     some = assistant.retriever.retrieve("ReLoop", k=1).papers[0].paper_id
     scoped = PapersQueryEngine(assistant=assistant, paper_ids=[some], k=1).query("Which paper proposes ReLoop?")
     assert [r["paper_id"] for r in scoped.metadata["retrieved"]] == [some]
@@ -134,7 +134,7 @@ def test_engine_options_and_bad_questions(assistant) -> None:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_query_engine_tool_in_a_llamaindex_agent(corpus_settings, llama_server: LlamaServer) -> None:  # noqa: ANN001
+def test_query_engine_tool_in_a_llamaindex_agent(corpus_settings, llama_server: LlamaServer) -> None:
     """A FunctionAgent whose LLM is SmolLM2 on llama.cpp calls the papers tool and returns its cited answer."""
     from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
     from llama_index.llms.openai_like import OpenAILike

@@ -13,15 +13,15 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag.frontends.mcp_server import build_server, paper_uri
-
 from tests.conftest import free_port, make_settings
+
 from .helpers import ROOT, papers_command, papers_env, start, stop
 
 RECMEM_Q = "Over how many test steps does RecMem stay stable?"
 TOOLS = {"ask", "cite", "grid", "list_papers", "get_paper"}
 
 
-def cli_error(settings, *args: str) -> str:  # noqa: ANN001
+def cli_error(settings, *args: str) -> str:
     """What `papers` prints on stderr for a failing command, without the `error: ` prefix."""
     out = subprocess.run(papers_command(*args), capture_output=True, text=True, env=papers_env(settings), cwd=ROOT,
                          timeout=300)
@@ -29,7 +29,7 @@ def cli_error(settings, *args: str) -> str:  # noqa: ANN001
     return out.stderr.strip().removeprefix("error: ")
 
 
-async def exercise(client: Client, assistant) -> None:  # noqa: ANN001
+async def exercise(client: Client, assistant) -> None:
     """Every tool and a resource, through one connected client."""
     assert client.server_info is not None and client.server_info.name == "papers"
     tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -81,7 +81,7 @@ async def exercise(client: Client, assistant) -> None:  # noqa: ANN001
         await client.read_resource(paper_uri("no-such-paper"))
 
 
-def test_errors_carry_the_cli_messages(corpus_settings, tmp_path: Path) -> None:  # noqa: ANN001
+def test_errors_carry_the_cli_messages(corpus_settings, tmp_path: Path) -> None:
     """Same text as the CLI for a bad question and for a missing index (in-process client: fast)."""
     bad_question = cli_error(corpus_settings, "ask", "  ")
     empty = make_settings(tmp_path / "empty")
@@ -101,7 +101,7 @@ def test_errors_carry_the_cli_messages(corpus_settings, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_stdio(corpus_settings, assistant) -> None:  # noqa: ANN001
+def test_stdio(corpus_settings, assistant) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "rag.frontends.cli", "mcp"], cwd=str(ROOT),
                                    env=papers_env(corpus_settings))
 
@@ -113,7 +113,7 @@ def test_stdio(corpus_settings, assistant) -> None:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_streamable_http(corpus_settings, assistant, tmp_path: Path) -> None:  # noqa: ANN001
+def test_streamable_http(corpus_settings, assistant, tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     proc = start(papers_command("mcp", "--http", "--port", str(port)), papers_env(corpus_settings), url,

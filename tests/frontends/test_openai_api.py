@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from tests.conftest import LlamaServer, free_port
+
 from .helpers import papers_command, papers_env, start, stop
 
 RECMEM_Q = "Over how many test steps does RecMem stay stable?"
@@ -27,7 +28,7 @@ class Served:
         return openai.OpenAI(base_url=self.url, api_key=key, max_retries=0, timeout=300)
 
 
-def _serve(settings, tmp: Path, **env: str) -> Iterator[Served]:  # noqa: ANN001
+def _serve(settings, tmp: Path, **env: str) -> Iterator[Served]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log = tmp / f"serve-{port}.log"
@@ -39,11 +40,11 @@ def _serve(settings, tmp: Path, **env: str) -> Iterator[Served]:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def served(corpus_settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:  # noqa: ANN001
+def served(corpus_settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield from _serve(corpus_settings, tmp_path_factory.mktemp("serve"), PAPERS_SERVE_API_KEY=KEY)
 
 
-def _expected_text(answer) -> str:  # noqa: ANN001
+def _expected_text(answer) -> str:
     from rag.frontends.common import with_references
 
     return with_references(answer)
@@ -62,7 +63,7 @@ def test_models_and_bearer_auth(served: Served) -> None:
 
 
 @pytest.mark.slow
-def test_chat_completion(served: Served, assistant) -> None:  # noqa: ANN001
+def test_chat_completion(served: Served, assistant) -> None:
     expected = assistant.ask(RECMEM_Q)
     r = served.client().chat.completions.create(model="anything", messages=[{"role": "user", "content": RECMEM_Q}])
     content = r.choices[0].message.content
@@ -148,7 +149,7 @@ def test_curl(served: Served) -> None:
 
 
 @pytest.mark.slow
-def test_llm_mode_streams_through_the_endpoint(corpus_settings, llama_server: LlamaServer,  # noqa: ANN001
+def test_llm_mode_streams_through_the_endpoint(corpus_settings, llama_server: LlamaServer,
                                                tmp_path: Path) -> None:
     """With SmolLM2 behind it: a streamed, citation-checked answer; the reply's shape, not its wording."""
     env = {"OPENAI_BASE_URL": llama_server.url, "PAPERS_LLM_MODEL": "smollm2", "PAPERS_TOP_K": "3",

@@ -25,14 +25,14 @@ QUESTIONS = ["Over how many test steps does RecMem stay stable?", "Compare RSPO 
 
 
 @pytest.fixture(scope="module")
-def cli_records(corpus_settings) -> list[dict]:  # noqa: ANN001
+def cli_records(corpus_settings) -> list[dict]:
     out = subprocess.run(papers_command("ask", "--json", "-"), input="\n".join(QUESTIONS), capture_output=True,
                          text=True, env=papers_env(corpus_settings), cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
-def test_every_front_end_carries_the_same_citation_record(assistant, corpus_settings, cli_records) -> None:  # noqa: ANN001
+def test_every_front_end_carries_the_same_citation_record(assistant, corpus_settings, cli_records) -> None:
     api = TestClient(create_app(corpus_settings, assistant))
 
     async def mcp_citations() -> list[list[dict]]:
@@ -54,7 +54,7 @@ def test_every_front_end_carries_the_same_citation_record(assistant, corpus_sett
         assert [record(c) for c in assistant.ask(q).citations] == cli, q
 
 
-def test_lookup_hits_and_paper_records_are_the_same_everywhere(assistant, corpus_settings) -> None:  # noqa: ANN001
+def test_lookup_hits_and_paper_records_are_the_same_everywhere(assistant, corpus_settings) -> None:
     query = "Dynamic Motion Slider"
     out = subprocess.run(papers_command("cite", "--json", query), capture_output=True, text=True,
                          env=papers_env(corpus_settings), cwd=ROOT, timeout=300)
@@ -77,7 +77,7 @@ def test_lookup_hits_and_paper_records_are_the_same_everywhere(assistant, corpus
     assert {k: v for k, v in paper.items() if k != "uri"} == cli_paper and paper["uri"].startswith("papers://")
 
 
-def test_v1_conformance(assistant, corpus_settings) -> None:  # noqa: ANN001
+def test_v1_conformance(assistant, corpus_settings) -> None:
     api = TestClient(create_app(corpus_settings, assistant))
     body = {"model": "papers", "messages": [{"role": "user", "content": QUESTIONS[0]}]}
     reply = api.post("/v1/chat/completions", json=body).json()
@@ -101,7 +101,7 @@ def test_v1_conformance(assistant, corpus_settings) -> None:  # noqa: ANN001
     assert unknown.status_code == 400 and "no indexed paper has id 'nope'" in unknown.json()["error"]["message"]
 
 
-def test_v1_follow_up_from_the_history_a_client_sends(assistant, corpus_settings) -> None:  # noqa: ANN001
+def test_v1_follow_up_from_the_history_a_client_sends(assistant, corpus_settings) -> None:
     """A chat client sends the whole history: the follow-up is resolved from it, also by a server that never
     answered the earlier turn (restarted: its reply text names the paper)."""
     for app in (create_app(corpus_settings, assistant), create_app(corpus_settings, assistant)):

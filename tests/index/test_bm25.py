@@ -9,13 +9,12 @@ import numpy as np
 
 from rag.index.bm25 import TOKEN_PATTERN, bm25_index, load_bm25, save_bm25, tokenize, updated_bm25
 from rag.text import stemmer
-
 from tests.conftest import ABSTRACTS
 
 QUERIES = ["FooNet accuracy", "benchmark licensing", "sparse attention memory", "retrieval augmented"]
 
 
-def scratch_bm25(texts: list[str]):  # noqa: ANN201 - bm25s.BM25
+def scratch_bm25(texts: list[str]):
     """The peer: bm25s itself indexing the texts from scratch, tokenised as the project tokenises them."""
     import bm25s
 
@@ -26,7 +25,7 @@ def scratch_bm25(texts: list[str]):  # noqa: ANN201 - bm25s.BM25
     return bm25
 
 
-def assert_same_bm25(ours, texts: list[str], queries: list[str]) -> None:  # noqa: ANN001
+def assert_same_bm25(ours, texts: list[str], queries: list[str]) -> None:
     """`ours` scores every row as bm25s indexing `texts` (the same rows, in order) from scratch: the same
     vocabulary and document frequencies, every document's score per query, and the same top-k."""
     peer = scratch_bm25(texts)
@@ -54,7 +53,7 @@ def test_incremental_bm25_equals_bm25s_from_scratch() -> None:
     import random
 
     rng = random.Random(7)
-    vocab = " ".join(ABSTRACTS).split() + ["unique%d" % i for i in range(40)]
+    vocab = " ".join(ABSTRACTS).split() + [f"unique{i}" for i in range(40)]
     doc = lambda: " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 40)))  # noqa: E731
     texts = [doc() for _ in range(120)] + ["", "the of and"]  # an empty document, one of stopwords only
     bm25 = bm25_index(texts)

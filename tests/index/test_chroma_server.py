@@ -14,7 +14,6 @@ import pytest
 
 from rag.index.ingest import ingest
 from rag.service import Assistant
-
 from tests.conftest import free_port, make_settings
 
 pytestmark = pytest.mark.slow

@@ -85,9 +85,9 @@ BM25_QUERIES = ["fewer false alarms", "sensor networks baseline", "DogwoodNet", 
 def fingerprint(data_dir: str) -> dict[str, Any]:
     """Everything a user can observe, read the way the commands read it (runs in a forked child)."""
     from rag.index.snapshot import build_local_index
+    from rag.index.store import Store
     from rag.service import Assistant
     from rag.settings import load_settings
-    from rag.index.store import Store
 
     settings = load_settings(_env_file=None, data_dir=Path(data_dir))
     store = Store.open(settings)
@@ -218,7 +218,7 @@ NEW_QUESTION = question(39)  # PapayaNet, added by the ingest
 
 
 @pytest.mark.slow
-def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chroma_server, embedder) -> None:  # noqa: ANN001, F811
+def test_serving_during_an_ingest_answers_from_one_version(tmp_path: Path, chroma_server, embedder) -> None:  # noqa: F811
     """A UI process's assistant (Chroma server) asked again and again while an ingest edits DogwoodNet (10 -> 45
     percent) and adds PapayaNet: every step whose paper list did not change meanwhile answers from that list's
     version (never "listed but not answerable", never the old number beside the new text)."""
@@ -303,16 +303,15 @@ def test_embedded_store_refuses_a_second_process_instead_of_serving_half_an_upda
     from typer.testing import CliRunner
 
     from rag.frontends.cli import app
-    from rag.settings import load_settings
     from rag.index.store import StoreError, hold_reader_lock, ingest_running, writer_lock
+    from rag.settings import load_settings
 
     data = tmp_path / "data"
     s = load_settings(_env_file=None, data_dir=data)
     reader = _hold("reader", data)
     try:
-        with pytest.raises(StoreError, match="open in another papers process.*chroma run"):
-            with writer_lock(s):
-                pass
+        with pytest.raises(StoreError, match="open in another papers process.*chroma run"), writer_lock(s):
+            pass
         r = CliRunner().invoke(app, ["ingest", str(tmp_path)], env={"PAPERS_DATA_DIR": str(data)})
         assert r.exit_code == 1 and "open in another papers process" in r.output, r.output
     finally:
@@ -323,9 +322,8 @@ def test_embedded_store_refuses_a_second_process_instead_of_serving_half_an_upda
         assert ingest_running(s)
         with pytest.raises(StoreError, match="`papers ingest` is writing"):
             hold_reader_lock(s)
-        with pytest.raises(StoreError, match=r"another `papers ingest` \(pid \d+\)"):
-            with writer_lock(s):
-                pass
+        with pytest.raises(StoreError, match=r"another `papers ingest` \(pid \d+\)"), writer_lock(s):
+            pass
     finally:
         writer.kill()  # a killed ingest holds nothing
         writer.wait()

@@ -14,20 +14,19 @@ from typer.testing import CliRunner
 
 from rag.frontends.cli import app
 from rag.index.ingest import ingest
-from rag.index.versions import index_dir, publish_full_index
 from rag.index.store import Store, StoreError
-
+from rag.index.versions import index_dir, publish_full_index
 from tests.conftest import make_settings
 
 
-def run(data: Path, *args: str):  # noqa: ANN201 - click's Result
+def run(data: Path, *args: str):
     from chromadb.api.client import SharedSystemClient
 
     SharedSystemClient.clear_system_cache()  # as a new process would: the store is read from disk again
     return CliRunner().invoke(app, list(args), env={"PAPERS_DATA_DIR": str(data)})
 
 
-def run_process(data: Path, *args: str):  # noqa: ANN201 - a CompletedProcess with .exit_code/.output
+def run_process(data: Path, *args: str):
     """The real `papers` command in its own process: reading damaged vector files may crash Chroma's native
     code, which must show here as a failed command rather than take the test run down with it."""
     import subprocess
@@ -44,7 +43,7 @@ def problems(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("problem: ")]
 
 
-def test_doctor_finds_and_repairs_each_inconsistency(tmp_path: Path, tiny_corpus: Path, embedder) -> None:  # noqa: ANN001
+def test_doctor_finds_and_repairs_each_inconsistency(tmp_path: Path, tiny_corpus: Path, embedder) -> None:
     s = make_settings(tmp_path / "data")
     ingest(s, [tiny_corpus], embedder=embedder, progress=False)
     r = run(s.data_dir, "doctor")

@@ -16,9 +16,8 @@ from rag.index.embed import (
     runtime_family,
 )
 from rag.index.onnx_embed import OnnxEmbedding
-from rag.settings import load_settings
 from rag.index.torch_embed import Bf16Embedding, native_bf16
-
+from rag.settings import load_settings
 from tests.conftest import CORPUS
 
 TEXTS = [
@@ -30,7 +29,7 @@ TEXTS = [
 ]
 
 
-def test_onnx_and_torch_give_the_same_vectors(corpus_settings) -> None:  # noqa: ANN001
+def test_onnx_and_torch_give_the_same_vectors(corpus_settings) -> None:
     onnx = query_embedder_for(corpus_settings)
     assert isinstance(onnx, OnnxEmbedding), "ingest exports the model for the fast query path"
     torch_vecs = np.asarray(embedder_for(corpus_settings).get_text_embedding_batch(TEXTS))
@@ -41,12 +40,12 @@ def test_onnx_and_torch_give_the_same_vectors(corpus_settings) -> None:  # noqa:
     assert abs(np.linalg.norm(q) - 1) < 1e-4
 
 
-def test_torch_path_can_be_forced(corpus_settings) -> None:  # noqa: ANN001
+def test_torch_path_can_be_forced(corpus_settings) -> None:
     forced = corpus_settings.model_copy(update={"query_embedder": "torch"})
     assert not isinstance(query_embedder_for(forced), OnnxEmbedding)
 
 
-def test_onnx_required_but_missing_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+def test_onnx_required_but_missing_is_a_clear_error(tmp_path) -> None:
     s = load_settings(query_embedder="onnx", cache_dir=tmp_path)
     with pytest.raises(EmbeddingModelError, match="run `papers ingest`"):
         query_embedder_for(s)
@@ -75,7 +74,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-def test_int8_runtime_stays_close_to_torch_on_the_seed_corpus(embedder) -> None:  # noqa: ANN001
+def test_int8_runtime_stays_close_to_torch_on_the_seed_corpus(embedder) -> None:
     texts = _seed_chunk_texts()
     int8 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx-int8"))
     fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
@@ -92,7 +91,7 @@ def test_int8_runtime_stays_close_to_torch_on_the_seed_corpus(embedder) -> None:
 
 @pytest.mark.skipif(not native_bf16(), reason="this CPU has no native bf16 (AVX512-BF16 or AMX): torch-bf16 is "
                                                   "never used here, and emulated bf16 would only be slow")
-def test_bf16_runtime_makes_fp32_family_vectors_on_the_seed_corpus(embedder) -> None:  # noqa: ANN001
+def test_bf16_runtime_makes_fp32_family_vectors_on_the_seed_corpus(embedder) -> None:
     texts = _seed_chunk_texts()
     bf16 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="torch-bf16"))
     fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
@@ -106,7 +105,7 @@ def test_bf16_runtime_makes_fp32_family_vectors_on_the_seed_corpus(embedder) -> 
     assert _cosines(long, np.asarray(embedder.get_text_embedding_batch([TEXTS[4]]))).min() >= 0.9999
 
 
-def test_auto_uses_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # noqa: ANN001
+def test_auto_uses_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:
     import rag.index.embed
 
     for name in ("auto", "torch-bf16"):
@@ -121,7 +120,7 @@ def test_auto_uses_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # noqa:
     assert ingest_engine(load_settings(_env_file=None, embed_runtime="onnx-int8")) == "onnx-int8"
 
 
-def test_length_bucketing_keeps_input_order(embedder) -> None:  # noqa: ANN001
+def test_length_bucketing_keeps_input_order(embedder) -> None:
     fp32 = ingest_embedder_for(load_settings(_env_file=None, embed_runtime="onnx"))
     texts = TEXTS + [t.upper() for t in TEXTS[:3]]
     bucketed = np.asarray(fp32.embed_texts(texts, batch_size=2))  # sorted by length, so batches are reordered

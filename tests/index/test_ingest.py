@@ -10,11 +10,10 @@ import pytest
 from rag.errors import QuestionError
 from rag.index.ingest import REMOVED_FILE, ingest, remove
 from rag.index.store import Store, StoreError
-
 from tests.conftest import ABSTRACTS, ROOT, make_settings, write_jsonl
 
 
-def catalog(settings):  # noqa: ANN001, ANN201
+def catalog(settings):
     return Store.open(settings).catalog()
 
 
@@ -173,9 +172,9 @@ def test_interrupted_ingest_is_repaired(tmp_path: Path, tiny_corpus: Path, count
     assert len(store.catalog()) == 3
 
 
-def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Path, embedder) -> None:  # noqa: ANN001
-    from rag.index.embed import ingest_embedder_for
+def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Path, embedder) -> None:
     from rag.answer.retrieve import Retriever
+    from rag.index.embed import ingest_embedder_for
 
     s = make_settings(tmp_path / "data", embed_runtime="onnx-int8")
     first = ingest(s, [tiny_corpus], embedder=ingest_embedder_for(s), progress=False)
@@ -190,7 +189,7 @@ def test_store_records_runtime_and_refuses_a_mix(tmp_path: Path, tiny_corpus: Pa
     assert not getattr(Retriever(s).embedder, "runtime", "").startswith("int8")
 
 
-def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:
     """torch-bf16 makes fp32-family vectors: papers added with the fp32 export go into the same store, and the
     store records both runtimes that wrote it."""
     import rag.index.embed
@@ -210,7 +209,7 @@ def test_bf16_and_onnx_vectors_share_a_store(tmp_path: Path, tiny_corpus: Path, 
     assert store.embed_runtime == first.embed_runtime and store.embed_engines == ["onnx", "torch-bf16"]
 
 
-def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from rag.frontends.cli import app
@@ -234,7 +233,7 @@ def test_cli_says_how_to_get_out_of_a_mix(tmp_path: Path, tiny_corpus: Path, mon
     assert "papers ingest --rebuild" in refused.output and "PAPERS_EMBED_RUNTIME=onnx-int8" in refused.output
 
 
-def test_progress_bar_shows_rates(tmp_path: Path, tiny_corpus: Path, counting_embedder, capfd) -> None:  # noqa: ANN001
+def test_progress_bar_shows_rates(tmp_path: Path, tiny_corpus: Path, counting_embedder, capfd) -> None:
     report = ingest(make_settings(tmp_path / "data"), [tiny_corpus], embedder=counting_embedder, progress=True)
     err = capfd.readouterr().err
     assert "3/3" in err and "paper/s" in err and "chunks/s" in err, err
@@ -252,8 +251,8 @@ def test_ctrl_c_stops_cleanly_and_the_next_ingest_resumes(tmp_path: Path) -> Non
     import sys
     import time
 
-    from rag.settings import Settings
     from rag.index.store import release_reader_lock
+    from rag.settings import Settings
 
     PAPERS_PER_BATCH = Settings.model_fields["ingest_batch_papers"].default
 

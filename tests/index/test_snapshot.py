@@ -1,5 +1,6 @@
-"""The local index (rag/index/snapshot.py, saved by versions.py) after an ingest that changes the store is derived from the previous one, reading back only
-the touched papers' chunks; it must equal an index built from scratch, whatever the change was."""
+"""The local index (rag/index/snapshot.py, saved by versions.py) after an ingest that changes the store is derived
+from the previous one, reading back only the touched papers' chunks; it must equal an index built from scratch,
+whatever the change was."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from rag.index.bm25 import TF_FILE, tokenize
 from rag.index.ingest import ingest
 from rag.index.paper_level import heading
 from rag.index.snapshot import LocalIndex, build_local_index, embedded_text
-from rag.index.versions import WORDS_FILE, ensure_local_index, index_dir
 from rag.index.store import Store
-
+from rag.index.versions import WORDS_FILE, ensure_local_index, index_dir
 from tests.conftest import ABSTRACTS, make_settings, write_jsonl
 from tests.index.test_bm25 import assert_same_bm25, scratch_bm25
 
@@ -52,7 +52,7 @@ def tokenised(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     real = bm25s.tokenize
 
-    def spy(texts, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def spy(texts, *a, **k):
         if not isinstance(texts, str):
             seen.append(len(texts))
         return real(texts, *a, **k)

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from rag.index.store import CatalogEntry, Store
-
 from tests.conftest import make_settings
 
 ROWS = 6000  # over Chroma's limit: one call with these many rows raises "Batch size ... greater than max"
@@ -16,7 +15,7 @@ ROWS = 6000  # over Chroma's limit: one call with these many rows raises "Batch 
 
 def test_catalog_and_chunk_metadata_writes_over_chromas_batch_limit(tmp_path: Path) -> None:
     store = Store.open(make_settings(tmp_path / "data"), create=True, dim=384)
-    assert ROWS > store.client.get_max_batch_size()
+    assert store.client.get_max_batch_size() < ROWS
     entries = [CatalogEntry(paper_id=f"p{i:05d}", content_hash=str(i), label=f"P{i}", source="list.jsonl",
                             source_key=str(i), position=i, n_chunks=1, chunking="sentence", title=f"Paper {i}")
                for i in range(ROWS)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag.corpus.readers.common import (
     arxiv_of,
@@ -32,6 +32,11 @@ from rag.corpus.readers.common import (
 )
 from rag.corpus.records import CorpusError, FileReport
 
+if TYPE_CHECKING:  # bibtexparser itself is imported lazily, when a .bib file is read
+    from bibtexparser import Library
+    from bibtexparser.middlewares.middleware import BlockMiddleware
+    from bibtexparser.model import Block, Entry, Field, ParsingFailedBlock
+
 VENUE_FIELDS = ("journal", "journaltitle", "booktitle", "eventtitle", "series", "howpublished", "school",
                 "institution")
 # Fields biblatex reads verbatim: kept as written, never LaTeX-decoded.
@@ -40,21 +45,24 @@ _RAW_KEY = "verbatim_fields"
 _DUPLICATES_KEY = "duplicate_fields"
 
 
-def _middlewares() -> tuple[type, type]:
+def _middlewares() -> tuple[type[BlockMiddleware], type[BlockMiddleware]]:
     """Two parse-stack steps on bibtexparser's BlockMiddleware (imported lazily, like bibtexparser itself)."""
     from bibtexparser.middlewares.middleware import BlockMiddleware
-    from bibtexparser.model import DuplicateFieldKeyBlock
+    from bibtexparser.model import DuplicateFieldKeyBlock, Entry
 
     class KeepFirstOfDuplicateFields(BlockMiddleware):
         """An entry with a field written twice (bibtexparser's DuplicateFieldKeyBlock) becomes the entry with the
         first value of each; which fields were doubled, and whether their values differed, go in its metadata."""
 
-        def transform_failed_block(self, block: Any, library: Any) -> Any:
+        def transform_failed_block(self, block: ParsingFailedBlock, library: Library) -> Block:
             if not isinstance(block, DuplicateFieldKeyBlock):
                 return block
             entry = block.ignore_error_block
+            if not isinstance(entry, Entry):  # bibtexparser always sets the entry here
+                return block
             first: dict[str, object] = {}
-            fields, differing = [], set()
+            fields: list[Field] = []
+            differing: set[str] = set()
             for f in entry.fields:
                 k = f.key.lower()
                 if k in first:
@@ -71,7 +79,7 @@ def _middlewares() -> tuple[type, type]:
     class KeepVerbatimFields(BlockMiddleware):
         """The raw text of DOI, URL and eprint fields, taken before LaTeX decoding changes it."""
 
-        def transform_entry(self, entry: Any, library: Any) -> Any:
+        def transform_entry(self, entry: Entry, library: Library) -> Entry:
             entry.parser_metadata[_RAW_KEY] = {f.key.lower(): f.value for f in entry.fields
                                                if f.key.lower() in VERBATIM_FIELDS and isinstance(f.value, str)}
             return entry
@@ -81,11 +89,13 @@ def _middlewares() -> tuple[type, type]:
 
 def _names(value: object) -> list[str]:
     """Author names from SplitNameParts' NameParts (first/von/last/jr) or plain strings."""
+    from bibtexparser.middlewares.names import NameParts
+
     if not isinstance(value, list):
         value = [value] if value else []
     out = []
     for n in value:
-        if hasattr(n, "last"):
+        if isinstance(n, NameParts):
             family = " ".join(list(n.von) + list(n.last))
             given = " ".join(n.first)
             name = display_name(family, given)
@@ -95,6 +105,55 @@ def _names(value: object) -> list[str]:
         else:
             out.append(clean_field(n))
     return [n for n in out if n and n.lower() != "others"]
+
+
+def _report_failed(library: Library, report: FileReport) -> None:
+    """One problem line per block bibtexparser could not read, with the file and line."""
+    for block in library.failed_blocks:
+        line = getattr(block, "start_line", None)
+        where = f"{report.source}:{line + 1}" if isinstance(line, int) else report.source
+        if type(block).__name__ == "DuplicateBlockKeyBlock":
+            report.problems.append(f"{where}: duplicate BibTeX key '{getattr(block, 'key', '')}': entry skipped")
+        else:
+            err = getattr(block, "error", None)
+            reason = str(getattr(err, "abort_reason", "") or err or "").strip()
+            error = reason.splitlines()[0].strip() if reason else "syntax error"
+            report.problems.append(f"{where}: unreadable BibTeX entry ({error})")
+
+
+def _get(fields: dict[str, Field], name: str) -> str:
+    """A field's cleaned value, or "" when the entry lacks it."""
+    f = fields.get(name)
+    return clean_field(f.value) if f is not None else ""
+
+
+def _record(entry: Entry, fields: dict[str, Field], abstract: str) -> dict[str, object]:
+    """The scanner's record of one entry with an abstract."""
+    def get(name: str) -> str:
+        return _get(fields, name)
+
+    raw: dict[str, str] = entry.parser_metadata.get(_RAW_KEY, {})
+
+    def raw_get(name: str) -> str:
+        return verbatim(raw.get(name, ""))
+
+    eprint = raw_get("eprint") if get("archiveprefix").lower() in ("", "arxiv") else ""
+    published_at = url_in(raw.get("howpublished", ""))
+    url = raw_get("url") or published_at
+    doi = doi_of(raw_get("doi"), url)
+    arxiv = arxiv_of(f"arXiv:{eprint}" if eprint else "", url, get("journal"), get("note"))
+    authors = _names(fields["author"].value) if "author" in fields else []
+    venues = [v for v in VENUE_FIELDS if not (v == "howpublished" and published_at)]
+    date = get("date")  # biblatex: date = {2024-05-12}
+    return {
+        "abstract": abstract, "title": get("title"), "authors": authors,
+        "venue": next((get(v) for v in venues if get(v)), ""),
+        "year": year_of(get("year"), date), "doi": doi, "arxiv": arxiv,
+        "url": link_of(url, doi, arxiv), "key": entry.key, "kind": entry.entry_type.lower(),
+        "volume": get("volume"), "number": get("number") or get("issue"), "pages": pages_of(get("pages")),
+        "month": month_of(get("month")) or date_parts(date)[1], "issn": get("issn"),
+        "publisher": get("publisher"),
+    }
 
 
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
@@ -111,33 +170,14 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
     library = bibtexparser.parse_string(text, parse_stack=[
         keep_first(), *default_parse_stack(), mw.MonthIntMiddleware(), keep_verbatim(),
         mw.LatexDecodingMiddleware(keep_math_mode=True), mw.SeparateCoAuthors(), mw.SplitNameParts()])
-    for block in library.failed_blocks:
-        line = getattr(block, "start_line", None)
-        where = f"{report.source}:{line + 1}" if isinstance(line, int) else report.source
-        if type(block).__name__ == "DuplicateBlockKeyBlock":
-            report.problems.append(f"{where}: duplicate BibTeX key '{getattr(block, 'key', '')}': entry skipped")
-        else:
-            err = getattr(block, "error", None)
-            reason = str(getattr(err, "abort_reason", "") or err or "").strip()
-            error = reason.splitlines()[0].strip() if reason else "syntax error"
-            report.problems.append(f"{where}: unreadable BibTeX entry ({error})")
+    _report_failed(library, report)
     if not library.entries and not library.failed_blocks:
         raise CorpusError("no BibTeX entries found")
-    records = []
+    records: list[tuple[int, dict]] = []
     missing = []
     for position, entry in enumerate(library.entries, 1):
         fields = {k.lower(): v for k, v in entry.fields_dict.items()}
-
-        def get(name: str) -> str:
-            f = fields.get(name)
-            return clean_field(f.value) if f is not None else ""
-
-        raw = entry.parser_metadata.get(_RAW_KEY, {})
-
-        def raw_get(name: str, raw: dict = raw) -> str:
-            return verbatim(raw.get(name, ""))
-
-        name = entry_name(entry.key, get("title"), f"entry at line {(entry.start_line or 0) + 1}")
+        name = entry_name(entry.key, _get(fields, "title"), f"entry at line {(entry.start_line or 0) + 1}")
         doubled = entry.parser_metadata.get(_DUPLICATES_KEY)
         if doubled:
             keys, differing = doubled
@@ -148,23 +188,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         if not abstract.strip():
             missing.append(name)
             continue
-        eprint = raw_get("eprint") if get("archiveprefix").lower() in ("", "arxiv") else ""
-        published_at = url_in(raw.get("howpublished", ""))
-        url = raw_get("url") or published_at
-        doi = doi_of(raw_get("doi"), url)
-        arxiv = arxiv_of(f"arXiv:{eprint}" if eprint else "", url, get("journal"), get("note"))
-        authors = _names(fields["author"].value) if "author" in fields else []
-        venues = [v for v in VENUE_FIELDS if not (v == "howpublished" and published_at)]
-        date = get("date")  # biblatex: date = {2024-05-12}
-        records.append((position, {
-            "abstract": abstract, "title": get("title"), "authors": authors,
-            "venue": next((get(v) for v in venues if get(v)), ""),
-            "year": year_of(get("year"), date), "doi": doi, "arxiv": arxiv,
-            "url": link_of(url, doi, arxiv), "key": entry.key, "kind": entry.entry_type.lower(),
-            "volume": get("volume"), "number": get("number") or get("issue"), "pages": pages_of(get("pages")),
-            "month": month_of(get("month")) or date_parts(date)[1], "issn": get("issn"),
-            "publisher": get("publisher"),
-        }))
+        records.append((position, _record(entry, fields, abstract)))
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         report.warnings.append(f"{report.source}: {len(missing)} entr{'y' if len(missing) == 1 else 'ies'} "

@@ -90,26 +90,26 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
         raise CorpusError("no RIS references found (each starts with 'TY  - ')")
     records = []
     missing = []
-    for i, e in enumerate(entries, 1):
-        abstract = e.get("abstract") or e.get("notes_abstract") or ""
-        title = _first(e, "title", "primary_title", "translated_title")
+    for i, ref in enumerate(entries, 1):
+        abstract = ref.get("abstract") or ref.get("notes_abstract") or ""
+        title = _first(ref, "title", "primary_title", "translated_title")
         if not str(abstract).strip():
-            missing.append(entry_name(clean_field(e.get("id")), title, f"#{i}"))
+            missing.append(entry_name(clean_field(ref.get("id")), title, f"#{i}"))
             continue
-        authors = [name_from_inverted(a) for key in ("authors", "first_authors") for a in e.get(key) or []]
-        urls = e.get("urls") or []
+        authors = [name_from_inverted(a) for key in ("authors", "first_authors") for a in ref.get(key) or []]
+        urls = ref.get("urls") or []
         url = next((verbatim(u) for u in urls if u and "doi.org" not in u), "")
-        doi = doi_of(verbatim(e.get("doi")), *map(verbatim, urls))
-        arxiv = arxiv_of(*urls, e.get("notes"), e.get("journal_name"), e.get("secondary_title"))
+        doi = doi_of(verbatim(ref.get("doi")), *map(verbatim, urls))
+        arxiv = arxiv_of(*urls, ref.get("notes"), ref.get("journal_name"), ref.get("secondary_title"))
         records.append((i, {
             "abstract": str(abstract), "title": title, "authors": list(dict.fromkeys(a for a in authors if a)),
-            "venue": _first(e, "secondary_title", "journal_name", "alternate_title3", "alternate_title1",
-                            "tertiary_title", "publisher") if e.get("type_of_reference") != "BOOK" else "",
-            "year": year_of(e.get("year"), e.get("publication_year"), e.get("date")), "doi": doi, "arxiv": arxiv,
-            "url": link_of(clean_field(url), doi, arxiv), "key": clean_field(e.get("id")),
-            "kind": KINDS.get(str(e.get("type_of_reference") or ""), "misc"),
-            "volume": _first(e, "volume"), "number": _first(e, "number"), "pages": _pages(e),
-            "month": _month(e), "issn": _first(e, "issn"), "publisher": _first(e, "publisher"),
+            "venue": _first(ref, "secondary_title", "journal_name", "alternate_title3", "alternate_title1",
+                            "tertiary_title", "publisher") if ref.get("type_of_reference") != "BOOK" else "",
+            "year": year_of(ref.get("year"), ref.get("publication_year"), ref.get("date")), "doi": doi, "arxiv": arxiv,
+            "url": link_of(clean_field(url), doi, arxiv), "key": clean_field(ref.get("id")),
+            "kind": KINDS.get(str(ref.get("type_of_reference") or ""), "misc"),
+            "volume": _first(ref, "volume"), "number": _first(ref, "number"), "pages": _pages(ref),
+            "month": _month(ref), "issn": _first(ref, "issn"), "publisher": _first(ref, "publisher"),
         }))
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")

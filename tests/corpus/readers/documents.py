@@ -130,7 +130,7 @@ TI  - A conference talk without abstract
 AU  - Novak, Jan
 PY  - 2023
 ER  - 
-"""
+"""  # noqa: W291 - RIS ends each reference with "ER  - ", trailing space included, as exported
 
 SCHOLAR_RIS = """TY  - JOUR
 T1  - Low-rank adapters for protein language models
@@ -144,7 +144,7 @@ Y1  - 2025
 PB  - Oxford University Press
 N2  - Protein language models are costly to fine-tune. Low-rank adapters with rank eight recover 97 percent of full fine-tuning accuracy on stability prediction while training 0.4 percent of the parameters.
 ER  - 
-"""
+"""  # noqa: W291 - RIS ends each reference with "ER  - ", trailing space included, as exported
 
 LATEX_TWO_COLUMN = r"""\documentclass[twocolumn,10pt]{article}
 \usepackage[T1]{fontenc}

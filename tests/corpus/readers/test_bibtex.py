@@ -68,11 +68,10 @@ def test_bib_is_discovered_in_folders(tmp_path: Path) -> None:
     assert len(found.papers) == 2 and not found.problems
 
 
-def test_changed_metadata_is_rewritten_without_reembedding(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+def test_changed_metadata_is_rewritten_without_reembedding(tmp_path: Path, embedder) -> None:
     """A DOI removed from the .bib disappears from the store too (Chroma merges metadata on upsert)."""
     from rag.index.ingest import ingest
     from rag.index.store import Store
-
     from tests.conftest import make_settings
 
     folder = tmp_path / "lib"
@@ -146,14 +145,13 @@ def test_skip_notes_name_entries_by_key_never_by_attachment_path(tmp_path: Path)
     assert not any("storage" in line or "zotero.org" in line for line in rep.warnings + rep.problems)
 
 
-def test_ingested_papers_export_their_bibliographic_fields(tmp_path: Path, embedder) -> None:  # noqa: ANN001
+def test_ingested_papers_export_their_bibliographic_fields(tmp_path: Path, embedder) -> None:
     """What `papers cite --format bibtex` writes comes from the store's catalog: the fields must survive it."""
     import bibtexparser
 
     from rag.corpus.references import catalog_records, to_bibtex
     from rag.index.ingest import ingest
     from rag.index.store import Store
-
     from tests.conftest import make_settings
 
     folder = tmp_path / "lib"
@@ -170,7 +168,7 @@ def test_ingested_papers_export_their_bibliographic_fields(tmp_path: Path, embed
     assert not bibtexparser.parse_string(text).failed_blocks
 
 
-def test_a_broken_entry_is_one_line_and_its_raw_lines_are_not_printed(tmp_path: Path, capfd) -> None:  # noqa: ANN001
+def test_a_broken_entry_is_one_line_and_its_raw_lines_are_not_printed(tmp_path: Path, capfd) -> None:
     (tmp_path / "b.bib").write_text("@article{a,\n title={T},\n abstract={An abstract long enough to be read as a "
                                     "paper by the reader.}\n}\n@article{broken title={X}\nSECRET-LOOKING RAW LINE\n")
     report = read_file(tmp_path / "b.bib", 2**20, 20_000)

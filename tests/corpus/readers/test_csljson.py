@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rag.corpus.scan import read_file
 from rag.corpus.readers import is_csl_json
+from rag.corpus.scan import read_file
 
 from . import exports
 from .documents import ZOTERO_CSL

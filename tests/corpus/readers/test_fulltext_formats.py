@@ -103,7 +103,7 @@ ARXIV_HTML = """<!DOCTYPE html><html><head><title>arXiv</title>
 <div class="ltx_para"><p class="ltx_p">Second paragraph.</p></div>
 </section>
 <section class="ltx_bibliography"><h2>References</h2><ul><li>Ref 1</li></ul></section>
-</article><footer>copyright</footer></body></html>"""
+</article><footer>copyright</footer></body></html>"""  # noqa: E501 - arXiv's HTML, one element per line however long
 
 
 def test_arxiv_html_reads_title_abstract_sections_and_leaves_furniture_out() -> None:

@@ -12,16 +12,26 @@ from typer.testing import CliRunner
 
 from rag.frontends.cli import app
 from rag.settings import Settings
-
 from tests.conftest import make_settings
-from .documents import (CHROMIUM_HTML, LATEX_SECOND, LATEX_TWO_COLUMN, SCHOLAR_BIB, SCHOLAR_RIS, ZOTERO_BIB,
-                        ZOTERO_CSL, ZOTERO_RIS, compile_latex, print_html)
+
+from .documents import (
+    CHROMIUM_HTML,
+    LATEX_SECOND,
+    LATEX_TWO_COLUMN,
+    SCHOLAR_BIB,
+    SCHOLAR_RIS,
+    ZOTERO_BIB,
+    ZOTERO_CSL,
+    ZOTERO_RIS,
+    compile_latex,
+    print_html,
+)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory, embedder) -> Settings:  # noqa: ANN001
+def library(tmp_path_factory: pytest.TempPathFactory, embedder) -> Settings:
     from rag.index.ingest import ingest
 
     folder = tmp_path_factory.mktemp("library")
@@ -100,7 +110,7 @@ def test_pdf_chunks_carry_their_page(library: Settings) -> None:
     assert bib["ids"] and all("page" not in m for m in bib["metadatas"])  # no layout: no page
 
 
-def _cli(settings: Settings, *args: str):  # noqa: ANN202
+def _cli(settings: Settings, *args: str):
     return CliRunner().invoke(app, list(args), env={"PAPERS_DATA_DIR": str(settings.data_dir)})
 
 
