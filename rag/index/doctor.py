@@ -58,6 +58,26 @@ def diagnose(settings: Settings) -> Checkup:
         store = Store.open(settings)
     except StoreError as e:
         return Checkup([Finding(str(e), REBUILD if "unreadable" in str(e) else INGEST)], "store not usable")
+    try:
+        return _diagnose(settings, store)
+    except BaseException as e:  # a damaged database raises anything, Rust panics (BaseException) included
+        if not _store_failure(e):
+            raise
+        reason = " ".join(str(e).split())[:200]
+        return Checkup([Finding(f"the store's database cannot be read ({type(e).__name__}: {reason})",
+                                f"{REBUILD} (re-reads the corpus files into a new store; the damaged one is "
+                                "moved aside)")], "store not readable")
+
+
+def _store_failure(e: BaseException) -> bool:
+    """An error of the store's own reading (Chroma's, or a panic in its Rust core), not an interrupt or a bug
+    of ours."""
+    if isinstance(e, KeyboardInterrupt | SystemExit | GeneratorExit):
+        return False
+    return type(e).__name__ == "PanicException" or type(e).__module__.split(".")[0] in {"chromadb", "sqlite3"}
+
+
+def _diagnose(settings: Settings, store: Store) -> Checkup:
     findings: list[Finding] = []
     if store.pending:
         findings.append(Finding("the last ingest was interrupted before it finished", INGEST))

@@ -160,3 +160,23 @@ def test_damaged_vector_index_without_a_local_copy_needs_rebuild(tmp_path: Path)
     store = Store.open(s)
     with pytest.raises(StoreError, match="papers ingest --rebuild"):
         repair(s, Checkup([Finding("the vector index of the chunks cannot be read", "")], "", store))
+
+
+@pytest.mark.slow
+def test_garbage_pages_in_the_database_give_one_finding_and_the_rebuild_fixes_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    chroma = synthetic_store(data)
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+    db = chroma / "chroma.sqlite3"
+    pages = os.path.getsize(db) // 4096
+    with open(db, "r+b") as fh:  # eight pages of noise in the middle of the file, as a failing disk leaves it
+        for i in range(8):
+            fh.seek((pages // 2 + 3 * i) * 4096)
+            fh.write(np.random.default_rng(i).bytes(4096))
+    checked = run_process(data, "doctor")
+    assert checked.exit_code == 1, checked.output
+    assert "Traceback" not in checked.output and "panicked" not in checked.output, checked.output
+    problems = [ln for ln in checked.output.splitlines() if ln.startswith("problem:")]
+    assert len(problems) == 1 and "`papers ingest --rebuild`" in problems[0], checked.output
