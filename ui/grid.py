@@ -22,6 +22,8 @@ from rag.service import AssistantHolder
 from ui.escape import esc
 
 log = logging.getLogger(__name__)
+
+
 def grid_html(grid: Grid) -> str:
     """The grid as an HTML table: one row per paper, a quote (its lead span first) or "not stated" per cell."""
     if not grid.rows:
@@ -35,8 +37,8 @@ def grid_html(grid: Grid) -> str:
             stated += not c.not_stated
             unsupported += not c.not_stated and not c.supported
             cls = "grid-none" if c.not_stated else "grid-cell" if c.supported else "grid-cell grid-unsupported"
-            tip = "" if c.supported or c.not_stated else \
-                f" title='{esc('The citation check did not find this quote in the paper: ' + (c.reason or 'unsupported'))}'"
+            why = "The citation check did not find this quote in the paper: " + (c.reason or "unsupported")
+            tip = "" if c.supported or c.not_stated else f" title='{esc(why)}'"
             where = f" data-sentence='{c.sentence}'" if c.sentence is not None else ""
             body = esc(NOT_STATED) if c.not_stated else (
                 (f"<span class='grid-lead'>{esc(c.lead)}</span>" if c.lead else "") + f"“{esc(c.text)}”")

@@ -270,3 +270,17 @@ def test_url_credentials_never_reach_the_api_or_pages(corpus_settings, monkeypat
     for where, text in pages.items():
         for secret in ("URLSECRET456", "admin:", SECRET):
             assert secret not in text, f"{secret!r} is in the {where}"
+
+
+@pytest.mark.slow
+def test_the_ui_keeps_a_bounded_number_of_sessions(corpus_settings) -> None:  # noqa: ANN001
+    settings = corpus_settings.model_copy(update={"ui_port": free_port()})
+    demo = ui.app.launch(settings, prevent_thread_lock=True)
+    try:
+        holder = demo.state_holder
+        for i in range(ui.app.SESSIONS_KEPT + 5):  # a session per page load or API client, as gradio makes them
+            holder[f"session-{i}"]
+        assert len(holder.session_data) == ui.app.SESSIONS_KEPT
+        assert "session-0" not in holder and f"session-{ui.app.SESSIONS_KEPT + 4}" in holder
+    finally:
+        demo.close()

@@ -8,18 +8,17 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from rag.service import Assistant
-from ui.app import build_app
-
 from tests.conftest import CORPUS, make_settings, write_jsonl
 from tests.ui.conftest import ARTIFACTS, served
 from tests.ui.test_ui_browser import WAIT
+from ui.app import build_app
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +30,7 @@ UNTITLED = {"abstract": "We introduce FernLoop, a recurrent planner for greenhou
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[str]:  # noqa: ANN001
+def url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[str]:
     from rag.index.ingest import ingest
 
     settings = make_settings(tmp_path_factory.mktemp("ui-sessions"), corpus_paths=[CORPUS])
@@ -40,7 +39,7 @@ def url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[str]:  #
         yield address
 
 
-def open_page(browser, url: str):  # noqa: ANN001, ANN201
+def open_page(browser, url: str):
     context = browser.new_context(viewport={"width": 1400, "height": 950})
     page = context.new_page()
     page.goto(url, wait_until="domcontentloaded")
@@ -48,13 +47,13 @@ def open_page(browser, url: str):  # noqa: ANN001, ANN201
     return context, page
 
 
-def header_count(page) -> int:  # noqa: ANN001
+def header_count(page) -> int:
     m = re.search(r"(\d+) papers indexed", page.locator("body").inner_text())
     assert m, "no paper count in the header"
     return int(m.group(1))
 
 
-def scope_options(page, typed: str, box: str = "#scope") -> list[str]:  # noqa: ANN001
+def scope_options(page, typed: str, box: str = "#scope") -> list[str]:
     inp = page.locator(f"{box} input").first
     inp.click()
     inp.fill(typed)
@@ -67,23 +66,25 @@ def scope_options(page, typed: str, box: str = "#scope") -> list[str]:  # noqa: 
     return names
 
 
-def papers_tab_rows(page, query: str, expect: str | None = None, gone: str | None = None) -> str:  # noqa: ANN001
+def papers_tab_rows(page, query: str, expect: str | None = None, gone: str | None = None) -> str:
     """The Papers table after searching `query`: once it shows `expect` (default: the query) and not `gone`, or
     after 10 s (a loaded machine redraws late; a row that should be gone is given that long to go)."""
     page.get_by_role("tab", name="Papers").click()
-    page.locator("#paper-search textarea, #paper-search input").first.fill(query)
     table = page.locator("#paper-table")
-    deadline = time.monotonic() + 10
-    def drawn(text: str) -> bool:
-        return (expect or query) in text and (gone is None or gone not in text)
 
-    while not drawn(table.inner_text()) and time.monotonic() < deadline:
-        page.wait_for_timeout(250)
+    def wait_until(drawn: Callable[[str], bool]) -> None:
+        deadline = time.monotonic() + 10
+        while not drawn(table.inner_text()) and time.monotonic() < deadline:
+            page.wait_for_timeout(250)
+
+    wait_until(lambda text: (expect or query) in text)  # the tab's catch-up drawn before the search is typed
+    page.locator("#paper-search textarea, #paper-search input").first.fill(query)
+    wait_until(lambda text: (expect or query) in text and (gone is None or gone not in text))
     page.wait_for_timeout(500)  # a redraw still on its way (the row that should be gone)
     return table.inner_text()
 
 
-def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> None:
     ctx_open, already_open = open_page(browser, url)  # open before the upload, left alone during it
     ctx_up, uploader = open_page(browser, url)
     try:
@@ -131,7 +132,7 @@ def test_an_upload_shows_in_every_session(browser, url: str, tmp_path: Path) -> 
         ctx_open.close()
 
 
-def test_a_paper_removed_in_one_session_is_gone_from_every_session(browser, url: str) -> None:  # noqa: ANN001
+def test_a_paper_removed_in_one_session_is_gone_from_every_session(browser, url: str) -> None:
     ctx_a, remover = open_page(browser, url)
     ctx_b, other = open_page(browser, url)
     try:
