@@ -136,3 +136,189 @@ def test_inert_text(text: str, one_line: bool, shown: str) -> None:
     from rag.text import inert_text
 
     assert inert_text(text, one_line) == shown
+
+
+# --- the lexicon: one definition of each word list and word pattern (rag/text.py) ------------------------------
+
+@pytest.mark.parametrize("text, key", [
+    ("GPT-4o", "gpt4o"), ("Realtime-VLA FLASH", "realtimevlaflash"), ("“Quoted”, 1,800 steps.", "quoted1800steps"),
+    ("", ""), ("—", ""), ("Über", "ber"),  # letters a to z only: an accented letter is dropped, not folded
+])
+def test_alnum(text: str, key: str) -> None:
+    from rag.text import alnum
+
+    assert alnum(text) == key
+
+
+@pytest.mark.parametrize("word, text, ignore_case, found", [
+    ("RL", "an RL objective", False, True),
+    ("RL", "RLHF and RL-based tuning", False, False),  # inside a word, or joined by a hyphen: not the word
+    ("RL", "an rl objective", False, False),
+    ("RL", "an rl objective", True, True),
+    ("C++", "written in C++.", False, True),            # escaped, and a word however it ends
+    ("GPT-4", "GPT-4o and GPT-4.", False, True),
+    ("GPT-4", "GPT-4o only", False, False),
+])
+def test_whole_word(word: str, text: str, ignore_case: bool, found: bool) -> None:
+    from rag.text import whole_word
+
+    assert bool(whole_word(word, ignore_case).search(text)) is found
+
+
+@pytest.mark.parametrize("words, ending, text, found", [
+    (("dataset", "data set"), "(?:s|es)?", "two data sets and a corpus", ["data sets"]),
+    (("GPU", "TPU"), "(?:s|es)?", "64 GPUs, 8 TPUs, a GPU-hour", ["GPUs", "TPUs"]),
+    (("task",), "s?", "the GLUE tasks; multitask", ["tasks"]),
+])
+def test_any_word(words: tuple[str, ...], ending: str, text: str, found: list[str]) -> None:
+    from rag.text import any_word
+
+    assert any_word(words, ending).findall(text) == found
+
+
+@pytest.mark.parametrize("text, markers, parts", [
+    ("A [1].", ["1"], [["1"]]),
+    ("A [1, 3] and B [ 2 ; 4 ].", ["1, 3", " 2 ; 4 "], [["1", "3"], ["2", "4"]]),
+    ("No marker [a] or [1,] here.", [], []),
+])
+def test_citation_markers(text: str, markers: list[str], parts: list[list[str]]) -> None:
+    from rag.text import CITATION_RE, citation_parts
+
+    assert [m.group(1) for m in CITATION_RE.finditer(text)] == markers
+    assert [citation_parts(m) for m in markers] == parts
+
+
+def test_leading_citations_quotes_and_repair_marks() -> None:
+    from rag.text import LEADING_CITATIONS_RE, QUOTED_RE, SINGLE_CITATION_RE
+
+    m = LEADING_CITATIONS_RE.match(" [1] [2, 3] It folds history.")
+    assert m is not None and m.group(1) == " [1] [2, 3]" and m.group(2) == " It folds history."
+    assert LEADING_CITATIONS_RE.match("It folds [1].") is None
+    assert QUOTED_RE.findall("A [1]: “the Adam optimizer [32]” and “B”") == ["“the Adam optimizer [32]”", "“B”"]
+    assert SINGLE_CITATION_RE.findall("from [2] to [1], not [1, 2]") == ["2", "1"]
+
+
+def test_one_of_keeps_the_order_and_fragments() -> None:
+    from rag.text import one_of
+
+    assert one_of(("speed-?up", "win rate")) == "(?:speed-?up|win rate)"
+    assert one_of([]) == "(?:)"
+
+
+@pytest.mark.parametrize("name, text, tokens", [
+    ("WORD_RE", "decoder-side GPT-4o's 3x model", ["decoder-side", "GPT-4o", "s", "x", "model"]),
+    ("WORD_APOS_RE", "the model's 3x", ["the", "model's", "x"]),
+    ("WORD_CURLY_RE", "the model’s", ["the", "model’s"]),
+    ("WORD_AT_RE", "Recall@10 of 0.5", ["Recall@10", "of"]),
+    ("NAME_TOKEN_RE", "GPT-4o, C++ and v2.1.", ["GPT-4o", "C++", "and", "v2.1"]),
+    ("TOKEN_RE", "64 V100 GPUs, ResNet-v2-101.", ["64", "V100", "GPUs", "ResNet-v2-101"]),
+    ("TOKEN_OR_LETTER_RE", "a V100", ["a", "V100"]),
+    ("LETTER_TOKEN_RE", "64 V100 a b2", ["V100", "b2"]),
+    ("SPECIFIC_TOKEN_RE", "the 7B model, GPT-4o+ and x", ["the", "7B", "model", "GPT-4o+", "and", "x"]),
+    ("FRAGMENT_WORD_RE", "and R@1 on C++?", ["and", "R@1", "on", "C++"]),
+    ("QUESTION_WORD_RE", "wall-clock time’s 2", ["wall-clock", "time’s", "2"]),
+    ("PHRASE_WORD_RE", "genomes come from, x", ["genomes", "come", "from", ",", "x"]),
+    ("NUMBER_OR_WORD_RE", "-3.5 and 1,800 steps LlamaGuard-4", ["-3.5", "and", "1,800", "steps", "LlamaGuard-4"]),
+    ("WH_PHRASE_WORD_RE", "3D F1 score's", ["3D", "F1", "score's"]),
+    ("LABEL_WORD_RE", "Realtime-VLA FLASH", ["Realtime-VLA", "FLASH"]),
+    ("LOWER_WORD_RE", "it doesn't fail", ["it", "doesn't", "fail"]),
+    ("CUE_WORD_RE", "we gain 5.2% on 3 sets", ["we", "gain", "5.2%", "on", "3", "sets"]),
+    ("ALNUM2_RE", "DNA damage x", ["DNA", "damage"]),
+    ("LETTERS2_RE", "GPT4 a", ["GPT"]),
+    ("LETTER_WORDS_RE", "R to q 2 Über", ["to", "Über"]),
+    ("LONG_LETTER_WORDS_RE", "los modelos de lenguaje", ["modelos", "lenguaje"]),
+    ("NONSPACE_RE", " a, b. ", ["a,", "b."]),
+])
+def test_word_shapes(name: str, text: str, tokens: list[str]) -> None:
+    from rag import text as lexicon
+
+    assert getattr(lexicon, name).findall(text) == tokens
+
+
+def test_word_stems_keep_hyphenated_words_whole() -> None:
+    from rag.text import stem, stems, word_stems
+
+    assert word_stems("Decoder-side Memory of the 2 models") == {stem("decoder-side"), stem("memory"), stem("models")}
+    assert stem("decoder") in stems("Decoder-side Memory")  # `stems` also splits a hyphenated word
+
+
+@pytest.mark.parametrize("question, strict, cue", [
+    ("Compare RSPO and RICE-PO", True, True),
+    ("How does RSPO differ from GRAM?", True, True),
+    ("How do RSPO and GRAM relate?", True, False),
+    ("Which of them is faster?", False, True),     # in a chat, "which of" compares the papers just discussed
+    ("Are both trained with RL?", False, True),
+    ("What do they have in common?", False, True),
+    ("What dataset do they use?", False, False),
+])
+def test_two_readings_of_a_comparison(question: str, strict: bool, cue: bool) -> None:
+    from rag.text import COMPARISON_CUE_RE, COMPARISON_RE
+
+    assert bool(COMPARISON_RE.search(question)) is strict
+    assert bool(COMPARISON_CUE_RE.search(question)) is cue
+
+
+@pytest.mark.parametrize("question, lookup, opening", [
+    ("Which paper proposes ReLoop?", True, True),
+    ("Is there a paper on glaciers?", True, True),
+    ("Which two studies measure dune height?", False, True),  # a chat turn's opening, read loosely
+    ("Who studied glaciers?", False, True),
+    ("Who proposes ReLoop?", True, True),
+    ("In which framework were the networks reproduced?", False, False),
+    ("What is the name of the benchmark it uses?", True, False),  # asked inside a follow-up: not a new topic
+])
+def test_two_readings_of_a_lookup(question: str, lookup: bool, opening: bool) -> None:
+    from rag.text import LOOKUP_OPENING_RE, LOOKUP_RE
+
+    assert bool(LOOKUP_RE.search(question)) is lookup
+    assert bool(LOOKUP_OPENING_RE.match(question)) is opening
+
+
+@pytest.mark.parametrize("sentence, pivot", [
+    ("RecMem uses fewer tokens than full attention.", "than"),
+    ("Our model outperforms the baseline.", "outperforms"),
+    ("It surpassed every system.", "surpassed"),
+    ("The thank-you note.", None),
+])
+def test_comparative_pivot(sentence: str, pivot: str | None) -> None:
+    from rag.text import COMPARATIVE_PIVOT_RE
+
+    m = COMPARATIVE_PIVOT_RE.search(sentence)
+    assert (m.group(0) if m else None) == pivot
+
+
+@pytest.mark.parametrize("quantity, sentence, states", [
+    ("time", "Training takes 3 hours on one GPU.", True),
+    ("time", "It appeared in the 1990s.", False),  # a decade is no time
+    ("memory", "The index needs 27GB.", True),
+    ("size", "a datastore of 2.7M samples", False),
+])
+def test_measure_units(quantity: str, sentence: str, states: bool) -> None:
+    from rag.text import MEASURE_UNITS, stem
+
+    assert bool(MEASURE_UNITS[stem(quantity)].search(sentence)) is states
+
+
+def test_closed_class_lists_nest_as_documented() -> None:
+    from rag import text as lexicon
+
+    aux = set(lexicon.AUXILIARIES)
+    assert aux - {"should", "may", "might"} == lexicon.VERB_AUX
+    assert set(lexicon.LITERAL_YES_NO_AUXILIARIES) == aux - {"had", "should", "may", "might"}
+    assert aux < lexicon.AUX_WORDS
+    assert lexicon.STRICT_NAME_NOUNS < lexicon.NAME_NOUNS
+    assert set(lexicon.SMALL_NUMBER_WORDS) < lexicon.COUNT_WORDS
+    assert set(lexicon.PLAIN_NEGATIONS) < lexicon.NEGATIONS
+    assert set(lexicon.CONTRAST_CONJUNCTIONS) < set(lexicon.CONTRAST_OPENERS)
+    assert lexicon.NUMBER_CONTEXT_STOPWORDS == lexicon.STOPWORDS | lexicon.VAGUE_WORDS
+    # the stopword-like sets keep words STOPWORDS drops: that is why they are sets of their own
+    assert {"method", "propose"} & lexicon.STOPWORDS and not {"method", "propose"} & lexicon.COLUMN_QUESTION_STOPWORDS
+    assert "compared" in lexicon.FRAGMENT_FUNCTION_WORDS and "new" not in lexicon.FRAGMENT_FUNCTION_WORDS
+    assert "fewer" not in lexicon.UNIT_STOP_WORDS
+
+
+def test_pasted_escapes_are_colour_codes_only() -> None:
+    from rag.text import PASTED_ESCAPES_RE
+
+    assert PASTED_ESCAPES_RE.sub(" ", "\x1b[31mred\x1b[0m?") == " red ?"
+    assert PASTED_ESCAPES_RE.sub(" ", "\x1b]0;t\x07x") == " 0;t\x07x"  # the rest is the question cleaner's

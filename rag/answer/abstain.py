@@ -9,7 +9,6 @@ the closest papers to it (rag/answer/draft.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 from rag import prompts
@@ -19,7 +18,7 @@ from rag.answer.intent import Asks, Shape
 from rag.answer.types.context import Context
 from rag.answer.types.words import present
 from rag.corpus.labels import mentions
-from rag.text import stem, stems
+from rag.text import LETTERS2_RE, LONG_LETTER_WORDS_RE, stem, stems
 
 Check = Callable[[Context], "str | None"]
 SHORT_QUESTION_WORDS = 4  # topic questions this short must contain their rarest word in the answer paper
@@ -37,7 +36,7 @@ def missing_terms(ctx: Context) -> str | None:
         return None
     missing = [t for t in intent.specific if not any(mentions(t, p.label) for p in focus) and not present(t, pool)
                and (focus or intent.shape is Shape.COMPARISON or
-                    (all(vocab.unseen(stem(w.lower())) for w in re.findall(r"[A-Za-z]{2,}", t))
+                    (all(vocab.unseen(stem(w.lower())) for w in LETTERS2_RE.findall(t))
                      and (ctx.cands[0].prob < ctx.c.missing_below or len(intent.words) <= SHORT_QUESTION_WORDS
                           or intent.shape in (Shape.DEFINITION, Shape.CONTRIBUTION, Shape.LIMITATION))))]
     if not missing:
@@ -62,7 +61,7 @@ def foreign(question: str, vocab: Vocabulary) -> bool:
     """Are most of the question's words (four letters or more) ones no indexed chunk uses? Then its nearest
     sentences are near by chance. Corpus-derived, so a terse English claim ("Activated Cdk5 regulates neuronal
     death") is not mistaken for another language."""
-    words = re.findall(r"[^\W\d_]{4,}", question.lower())
+    words = LONG_LETTER_WORDS_RE.findall(question.lower())
     if len(words) < 3 or vocab.index is None:
         return False
     return sum(vocab.unseen(stem(w)) for w in words) > FOREIGN_SHARE * len(words)

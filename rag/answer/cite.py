@@ -40,14 +40,35 @@ from functools import lru_cache
 from rag import prompts
 from rag.corpus.labels import is_coined, label_keys
 from rag.schema import SentenceCheck
-from rag.text import STOPWORDS, numbers, split_sentences, stem
+from rag.text import (
+    CITATION_RE,
+    COMPARATIVE_PIVOT_RE,
+    CONTRAST_CONJUNCTIONS,
+    LEADING_CITATIONS_RE,
+    LETTERS_RE,
+    LOWER_WORD_RE,
+    NAME_TOKEN_RE,
+    NEGATIONS,
+    NUMBER_CONTEXT_STOPWORDS,
+    NUMBER_OR_WORD_RE,
+    QUOTED_RE,
+    SOURCE_LIST_WORDS,
+    STOPWORDS,
+    alnum,
+    citation_parts,
+    numbers,
+    one_of,
+    split_sentences,
+    stem,
+    whole_word,
+)
 
 SEMANTIC_MIN = 0.55
 UNSUPPORTED_MARK = "⚠"
 SPAN_MIN = 12          # letters and digits a quoted part of a sentence needs ...
 SPAN_MIN_SPECIFIC = 2  # ... or fewer when it holds a number or a name ("4B", "52%")
-CITATION_RE = re.compile(r"\[(\s*\d+(?:\s*[,;]\s*\d+)*\s*)\]")
-_LEADING_CITES_RE = re.compile(r"^((?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+)(.*)$", re.S)
+# Citation markers ("[1]", "[1, 3]") and quoted passages (“…”) are read with rag/text.py's CITATION_RE and QUOTED_RE.
+_SPACE_BEFORE_PUNCTUATION_RE = re.compile(r"\s+([.,;:!?])")
 
 
 @dataclass
@@ -76,8 +97,7 @@ class CheckResult:
 
 
 # A passage quoted from a paper keeps the paper's own reference marks ("the Adam optimizer [32]"): they are not
-# the answer's citations, so nothing below reads, renumbers or removes a mark inside “…”.
-QUOTED_RE = re.compile(r"“[^“”]*”")
+# the answer's citations, so nothing below reads, renumbers or removes a mark inside “…” (QUOTED_RE).
 
 
 def outside_quotes(text: str, change: Callable[[str], str]) -> str:
@@ -92,28 +112,23 @@ def outside_quotes(text: str, change: Callable[[str], str]) -> str:
 def cited_numbers(sentence: str) -> list[int]:
     out: list[int] = []
     for m in CITATION_RE.finditer(QUOTED_RE.sub(" ", sentence)):
-        out += [int(x) for x in re.split(r"[,;]", m.group(1)) if x.strip()]
+        out += [int(x) for x in citation_parts(m.group(1))]
     return out
 
 
 def strip_citations(sentence: str) -> str:
-    return re.sub(r"\s+([.,;:!?])", r"\1", outside_quotes(sentence, lambda part: CITATION_RE.sub("", part))).strip()
+    return _tight(outside_quotes(sentence, lambda part: CITATION_RE.sub("", part))).strip()
 
 
-_NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
-
-
-@lru_cache(maxsize=65536)
-def _norm(s: str) -> str:
-    """Lower-cased letters and digits only (cached: every answer sentence is compared with every sentence of
-    its cited sources, which recur across answers)."""
-    return _NOT_ALNUM_RE.sub("", s.lower())
+def _tight(text: str) -> str:
+    """No space before punctuation (where a removed marker left one)."""
+    return _SPACE_BEFORE_PUNCTUATION_RE.sub(r"\1", text)
 
 
 def names_in(sentence: str) -> list[str]:
     """Method, benchmark and model names in a sentence: coined tokens (RecMem, GPT-4o, LIBERO)."""
     out = []
-    for w in re.findall(r"[A-Za-z][\w.+\-]*[\w+]", sentence):
+    for w in NAME_TOKEN_RE.findall(sentence):
         core = w.strip(".-")
         if core.endswith("s") and core[:-1].isupper():
             continue  # "LLMs", "VLMs": a plural acronym names a kind of thing, not one model or benchmark
@@ -129,7 +144,7 @@ def _split_answer(text: str) -> list[tuple[int, str]]:
     for i, line in enumerate(text.splitlines()):
         line = line.strip().lstrip("-*• ").strip()
         for s in split_sentences(line) if line else []:
-            lead = _LEADING_CITES_RE.match(s)
+            lead = LEADING_CITATIONS_RE.match(s)
             if lead and out and out[-1][0] == i:
                 # "... steps. [1] It folds ...": the marker closes the sentence before, not this one
                 out[-1] = (i, f"{out[-1][1]} {lead.group(1).strip()}")
@@ -142,31 +157,24 @@ def _split_answer(text: str) -> list[tuple[int, str]]:
 def names_paper(text: str, label: str) -> bool:
     """Does a text name a paper by its label or a coined word of it? Coined names match with their case
     ("CORE" names a paper, "the core idea" does not)."""
-    for key in label_keys(label):
-        flags = 0 if is_coined(key) else re.IGNORECASE
-        if re.search(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", text, flags):
-            return True
-    return False
+    return any(whole_word(key, ignore_case=not is_coined(key)).search(text) for key in label_keys(label))
 
 
-_NUMBER_TOKEN_RE = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
 CONTEXT_WORDS = 4
-_VAGUE = {"answer", "about", "approximately", "around", "roughly", "nearly", "almost", "total", "value",
-          "result", "number", "figure", "reach", "reaches", "up"}
 
 
 @lru_cache(maxsize=1024)
 def number_contexts(text: str) -> dict[str, frozenset[str]]:
     """For each number in a text, the stems of the content words within CONTEXT_WORDS of it (cached: every
     sentence of an answer is checked against the same source texts)."""
-    words = re.findall(r"[-+]?\d[\d,.]*\d|\d|[A-Za-z][\w-]*", text)
+    words = NUMBER_OR_WORD_RE.findall(text)
     out: dict[str, set[str]] = {}
     for i, w in enumerate(words):
         if not (w[0].isdigit() or w[0] in "+-"):  # a number, not a name with digits ("LlamaGuard-4")
             continue
         value = numbers(w)
         near = words[max(0, i - CONTEXT_WORDS):i] + words[i + 1:i + 1 + CONTEXT_WORDS]
-        ctx = {stem(x.lower()) for x in near if x[0].isalpha() and x.lower() not in STOPWORDS | _VAGUE}
+        ctx = {stem(x.lower()) for x in near if x[0].isalpha() and x.lower() not in NUMBER_CONTEXT_STOPWORDS}
         for v in value:
             out.setdefault(v, set()).update(ctx)
     return {v: frozenset(ctx) for v, ctx in out.items()}
@@ -187,8 +195,8 @@ def _facts_missing(clean: str, sources: list[SourceText]) -> str | None:
             continue
         if not ctx & source_ctx[value]:
             return f"number used about something else than in the cited source: {value}"
-    norm = _norm(text)
-    missing_names = [w for w in names_in(clean) if _norm(w) not in norm]
+    norm = alnum(text)
+    missing_names = [w for w in names_in(clean) if alnum(w) not in norm]
     if missing_names:
         return "name not in cited source: " + ", ".join(dict.fromkeys(missing_names))
     return None
@@ -209,68 +217,11 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
     all_text = " ".join(src.text + " " + src.label for src in sources)
     for _line, sentence in pieces:
         cited = cited_numbers(sentence)
-        bad = [n for n in cited if n not in by_n]
-        removed += bad
-        valid = list(dict.fromkeys(n for n in cited if n in by_n))
-        clean = strip_citations(sentence)
-        shown = outside_quotes(sentence, lambda part: CITATION_RE.sub(lambda m: _keep_valid(m, by_n), part))
-        shown = re.sub(r"\s+([.,;:!?])", r"\1", shown)
-        if prompts.is_abstention(clean):
-            checks.append(SentenceCheck(shown, valid, True, "abstention"))
-            continue
-        if not valid:
-            reason = "no citation" + (" (cited a source that was not given)" if bad else "")
-            invented = sorted(numbers(clean) - numbers(all_text))
-            if invented:
-                reason += "; number in no source: " + ", ".join(invented)
-            checks.append(SentenceCheck(shown, [], False, reason))
-            continue
-        if _only_labels(clean, valid, by_n):
-            checks.append(SentenceCheck(shown, valid, True, "names its cited sources"))
-            continue
-        cited = [by_n[n] for n in valid]
-        # Another retrieved paper named but not cited, and not mentioned by the cited ones: misattribution.
-        cited_text = " ".join(src.text for src in cited)
-        foreign = [src.label for src in sources if src.n not in valid and names_paper(clean, src.label)
-                   and not names_paper(cited_text, src.label)]
-        if foreign:
-            checks.append(SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)))
-            continue
-        part = _quoted_part(clean, valid, by_n)
-        if part is not None:
-            # A verbatim part of a cited sentence (an answer's lead line, "1,800 test steps"): its numbers and
-            # names are that sentence's own, in its own words.
-            checks.append(SentenceCheck(shown, valid, True, "quoted part", part[1], part[0], 1.0))
-            continue
-        quote = _verbatim(clean, valid, by_n)
-        if quote is not None and _whole_quote(clean, by_n[quote[0]], quote[1]):
-            # "Label: “sentence”" with the whole sentence of that paper: its numbers and names are the source's
-            # by construction (the extractive answer's every line), so rules 3 and 4 have nothing to check.
-            checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
-            continue
-        changed = _changes_quote(clean, quote, [by_n[n] for n in valid]) if quote is not None else None
-        if changed is not None:  # rule 6: a quoted sentence with words added or its sense turned
-            checks.append(SentenceCheck(shown, valid, False, changed, quote[1], quote[0]))
-            continue
-        if quote is not None and _facts_missing(clean, [by_n[quote[0]]]) is None:
-            # The quoted source alone holds the sentence's numbers and names, so every group below that contains
-            # it would pass too: the same verdict, without scanning the other cited sources.
-            checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
-            continue
-        # One cited source must hold all the sentence's numbers and names, unless the sentence names several
-        # of its cited papers: otherwise a number from one paper could support a claim about another.
-        several = sum(names_paper(clean, src.label) for src in cited) >= 2
-        groups = [cited] if several or len(cited) == 1 else [[src] for src in cited]
-        reasons = [_facts_missing(clean, g) for g in groups]
-        if all(reasons):
-            checks.append(SentenceCheck(shown, valid, False, next(r for r in reasons if r)))
-            continue
-        supporting = [n for n, r in zip(valid if len(groups) > 1 else [valid[0]], reasons) if r is None]
-        if quote is not None:
-            checks.append(SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0))
-            continue
-        checks.append(SentenceCheck(shown, valid, False, "pending"))
-        pending_semantic.append((len(checks) - 1, clean, valid if len(groups) == 1 else supporting))
+        removed += [n for n in cited if n not in by_n]
+        check, pending = _check_sentence(sentence, cited, sources, by_n, all_text)
+        checks.append(check)
+        if pending is not None:
+            pending_semantic.append((len(checks) - 1, *pending))
 
     if pending_semantic:
         if embed is None:
@@ -283,6 +234,71 @@ def check_answer(text: str, sources: Sequence[SourceText], unsupported: str = "m
             if not c.supported:
                 _repair(c, sources, set(repair_to), unsupported, embed)
     return _assemble(checks, [line for line, _ in pieces], removed, unsupported)
+
+
+Pending = tuple[str, list[int]]  # a sentence left to rule 5, and the sources whose sentences it must be close to
+
+
+def _check_sentence(sentence: str, cited: list[int], sources: Sequence[SourceText], by_n: dict[int, SourceText],
+                    all_text: str) -> tuple[SentenceCheck, Pending | None]:
+    """Rules 1, 2 and 4 (a paper named but not cited) on one answer sentence, then `_check_cited`."""
+    bad = [n for n in cited if n not in by_n]
+    valid = list(dict.fromkeys(n for n in cited if n in by_n))
+    clean = strip_citations(sentence)
+    shown = _tight(outside_quotes(sentence, lambda part: CITATION_RE.sub(lambda m: _keep_valid(m, by_n), part)))
+    if prompts.is_abstention(clean):
+        return SentenceCheck(shown, valid, True, "abstention"), None
+    if not valid:
+        reason = "no citation" + (" (cited a source that was not given)" if bad else "")
+        invented = sorted(numbers(clean) - numbers(all_text))
+        if invented:
+            reason += "; number in no source: " + ", ".join(invented)
+        return SentenceCheck(shown, [], False, reason), None
+    if _only_labels(clean, valid, by_n):
+        return SentenceCheck(shown, valid, True, "names its cited sources"), None
+    cited_sources = [by_n[n] for n in valid]
+    # Another retrieved paper named but not cited, and not mentioned by the cited ones: misattribution.
+    cited_text = " ".join(src.text for src in cited_sources)
+    foreign = [src.label for src in sources if src.n not in valid and names_paper(clean, src.label)
+               and not names_paper(cited_text, src.label)]
+    if foreign:
+        return SentenceCheck(shown, valid, False, "names a paper it does not cite: " + ", ".join(foreign)), None
+    return _check_cited(shown, clean, valid, cited_sources, by_n)
+
+
+def _check_cited(shown: str, clean: str, valid: list[int], cited: list[SourceText],
+                 by_n: dict[int, SourceText]) -> tuple[SentenceCheck, Pending | None]:
+    """Rules 3, 4 and 6 on a sentence against the sources it cites; rule 5 is left pending when none decides."""
+    part = _quoted_part(clean, valid, by_n)
+    if part is not None:
+        # A verbatim part of a cited sentence (an answer's lead line, "1,800 test steps"): its numbers and
+        # names are that sentence's own, in its own words.
+        return SentenceCheck(shown, valid, True, "quoted part", part[1], part[0], 1.0), None
+    quote = _verbatim(clean, valid, by_n)
+    if quote is not None:
+        quoted = SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0)
+        if _whole_quote(clean, by_n[quote[0]], quote[1]):
+            # "Label: “sentence”" with the whole sentence of that paper: its numbers and names are the source's
+            # by construction (the extractive answer's every line), so rules 3 and 4 have nothing to check.
+            return quoted, None
+        changed = _changes_quote(clean, quote, cited)
+        if changed is not None:  # rule 6: a quoted sentence with words added or its sense turned
+            return SentenceCheck(shown, valid, False, changed, quote[1], quote[0]), None
+        if _facts_missing(clean, [by_n[quote[0]]]) is None:
+            # The quoted source alone holds the sentence's numbers and names, so every group below that contains
+            # it would pass too: the same verdict, without scanning the other cited sources.
+            return quoted, None
+    # One cited source must hold all the sentence's numbers and names, unless the sentence names several
+    # of its cited papers: otherwise a number from one paper could support a claim about another.
+    several = sum(names_paper(clean, src.label) for src in cited) >= 2
+    groups = [cited] if several or len(cited) == 1 else [[src] for src in cited]
+    reasons = [_facts_missing(clean, g) for g in groups]
+    if all(reasons):
+        return SentenceCheck(shown, valid, False, next(r for r in reasons if r)), None
+    if quote is not None:
+        return SentenceCheck(shown, valid, True, "quoted", quote[1], quote[0], 1.0), None
+    supporting = [n for n, r in zip(valid if len(groups) > 1 else [valid[0]], reasons) if r is None]
+    return SentenceCheck(shown, valid, False, "pending"), (clean, valid if len(groups) == 1 else supporting)
 
 
 def _semantic(checks: list[SentenceCheck], pending: list[tuple[int, str, list[int]]],
@@ -339,7 +355,7 @@ def recite(sentence: str, n: int) -> str:
     """The sentence citing only source n: its markers replaced, or one added before the final stop."""
     if CITATION_RE.search(sentence):
         out = CITATION_RE.sub(f"[{n}]", sentence)
-        return re.sub(r"(\[%d\])(?:\s*\[%d\])+" % (n, n), r"\1", out)
+        return re.sub(rf"(\[{n}\])(?:\s*\[{n}\])+", r"\1", out)
     m = re.match(r"(.*?)\s*([.!?…]*[\"”’)]*)\s*$", sentence, re.S)
     body, tail = (m.group(1), m.group(2)) if m else (sentence, "")
     return f"{body} [{n}]{tail}"
@@ -383,21 +399,17 @@ def _part_supported(part: str, target: int, sources: Sequence[SourceText], polic
     return all(c.supported and c.reason != "abstention" for c in result.checks)
 
 
-_LIST_WORDS = {"matching", "papers", "paper", "see", "and", "or", "also", "relevant", "sources", "source", "the",
-               "best", "match", "matches", "closest"}
-
-
 def _only_labels(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> bool:
     """A sentence that only lists the labels of the sources it cites ("Matching papers: A [1], B [2].")."""
     rest = clean
     for n in valid:
         rest = re.sub(re.escape(by_n[n].label), " ", rest, flags=re.IGNORECASE)
-    words = {w.lower() for w in re.findall(r"[A-Za-z]+", rest)}
-    return words <= _LIST_WORDS and len(rest) < len(clean)
+    words = {w.lower() for w in LETTERS_RE.findall(rest)}
+    return words <= SOURCE_LIST_WORDS and len(rest) < len(clean)
 
 
 def _keep_valid(m: re.Match[str], by_n: dict[int, SourceText]) -> str:
-    kept = [x.strip() for x in re.split(r"[,;]", m.group(1)) if x.strip() and int(x) in by_n]
+    kept = [x for x in citation_parts(m.group(1)) if int(x) in by_n]
     return f"[{', '.join(kept)}]" if kept else ""
 
 
@@ -426,12 +438,12 @@ def _unprefixed(clean: str, labels: Collection[str]) -> str:
 
 def _verbatim(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> tuple[int, str] | None:
     """The cited sentence an answer sentence quotes (ignoring quotes marks, label prefix, punctuation)."""
-    body = _norm(_unprefixed(clean, [by_n[n].label for n in valid]))
+    body = alnum(_unprefixed(clean, [by_n[n].label for n in valid]))
     if len(body) < 20:
         return None
     for n in valid:
         for s in by_n[n].sentences:
-            if body in _norm(s) or _norm(s) in body:
+            if body in alnum(s) or alnum(s) in body:
                 return n, s
     return None
 
@@ -445,13 +457,13 @@ def _quoted_part(clean: str, valid: list[int], by_n: dict[int, SourceText]) -> t
     if not rest or re.fullmatch(r"[-+]?[\d.,]+", rest):
         return None
     specific = bool(numbers(rest)) or bool(names_in(rest))
-    if len(_norm(rest)) < (SPAN_MIN_SPECIFIC if specific else SPAN_MIN):
+    if len(alnum(rest)) < (SPAN_MIN_SPECIFIC if specific else SPAN_MIN):
         return None
     # Whole words only: "10" is no part of "10.0×" or "100".
     pattern = re.compile(r"(?<![\w.,])" + re.escape(rest) + r"(?![\w]|[.,]\d)")
     for n in valid:
         for s in by_n[n].sentences:
-            if pattern.search(s) and _norm(rest) != _norm(s):  # a whole sentence is a quote, not a part
+            if pattern.search(s) and alnum(rest) != alnum(s):  # a whole sentence is a quote, not a part
                 return n, s
     return None
 
@@ -461,7 +473,7 @@ def _whole_quote(clean: str, source: SourceText, sentence: str) -> bool:
     m = _prefix(clean, [source.label])
     if m and m.group(1).strip() != source.label.strip():
         return False
-    return _norm(clean[m.end():] if m else clean) == _norm(sentence)
+    return alnum(clean[m.end():] if m else clean) == alnum(sentence)
 
 
 def _assemble(checks: list[SentenceCheck], line_of: list[int], removed: list[int], policy: str) -> CheckResult:
@@ -486,20 +498,14 @@ def _assemble(checks: list[SentenceCheck], line_of: list[int], removed: list[int
 
 # --- rule 6: a sentence keeps its source's sense ---------------------------------------------------------------
 
-# English closed-class words that turn a statement into its denial; a sentence and its source must hold the same
-# ones (the same polarity). Judged on real pairs: SciFact's contradicting claims against their rationale
-# sentences, and the perturbation set of eval/perturbations.py (figures in docs/llm.md).
-NEGATIONS = frozenset("""not no never none nor neither cannot without false untrue incorrect wrong retracted
-    refuted disproved debunked unfounded fails failed fail unable lacks lack""".split())
-_WORDS_RE = re.compile(r"[a-z0-9]+(?:'t)?")
-# Comparative pivots: what stands before and after them is compared in one direction.
-_COMPARE_RE = re.compile(r"\b(?:than|outperforms?|outperformed|surpass(?:es|ed)?|exceeds?|exceeded|beats?|beat)\b",
-                         re.I)
+# A sentence and its source must hold the same negations (NEGATIONS, rag/text.py: the same polarity). Judged on
+# real pairs: SciFact's contradicting claims against their rationale sentences, and the perturbation set of
+# eval/perturbations.py (figures in docs/llm.md). A comparison turns on COMPARATIVE_PIVOT_RE.
 ADDED_WORDS = 2  # content words an answer may add to a sentence it quotes ("As the paper reports, ...")
 
 
 def _words(text: str) -> list[str]:
-    return _WORDS_RE.findall(text.lower().replace("’", "'"))
+    return LOWER_WORD_RE.findall(text.lower().replace("’", "'"))
 
 
 def polarity(text: str) -> tuple[str, ...]:
@@ -521,7 +527,7 @@ def added_words(clean: str, source: str, labels: Collection[str] = ()) -> list[s
 
 def _compared(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
     """The content stems before and after a sentence's first comparative pivot, in its clause."""
-    m = _COMPARE_RE.search(text)
+    m = COMPARATIVE_PIVOT_RE.search(text)
     if not m:
         return None
     before = re.split(r"[,;:]", text[:m.start()])[-1]
@@ -567,7 +573,7 @@ def _find(words: list[str], part: list[str]) -> int | None:
     return next((i for i in range(len(words) - n + 1) if words[i:i + n] == part), None)
 
 
-_CLAUSE_RE = re.compile(r"[,;:]|\b(?:but|although|though|while|whereas|despite|yet)\b", re.I)
+_CLAUSE_RE = re.compile(r"[,;:]|\b" + one_of(CONTRAST_CONJUNCTIONS) + r"\b", re.I)
 
 
 def _same_polarity(clean: str, source: str) -> bool:

@@ -25,6 +25,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from rag.text import (
+    AUXILIARIES,
+    COMPARISON_CUE_RE,
+    EVALUATION_NOUNS,
+    FRAGMENT_FUNCTION_WORDS,
+    FRAGMENT_WORD_RE,
+    LOOKUP_OPENING_RE,
+    PLURAL_REFERENCE_LEADS,
+    POSSESSIVE_PRONOUNS,
+    WH_WORDS,
+    one_of,
+)
+
 # Discourse fillers that open a chat message and refer to nothing ("And", "Also", "OK so", "Alright then").
 _FILLER_RE = re.compile(r"^\s*(?:(?:and|also|but|so|then|ok|okay|alright|all right|right|now|well|plus|hmm+|great|"
                         r"thanks|thank you|cool|nice|next|another question|one more(?: thing| question)?|"
@@ -34,38 +47,35 @@ _FILLER_RE = re.compile(r"^\s*(?:(?:and|also|but|so|then|ok|okay|alright|all rig
 _PREAMBLE_RE = re.compile(r"^\s*([^:,?]{1,40})[:,]\s+(?=\S)")
 _WHAT_ABOUT_RE = re.compile(r"^\s*(?:what|how)\s+about\s+(.+?)\s*\??\s*$", re.I)
 _QUESTION_START_RE = re.compile(
-    r"^\s*(?:what|which|who|whom|whose|how|why|when|where|is|are|was|were|does|do|did|can|could|would|will|should|"
-    r"has|have|had|may|might|compare|contrast|list|name|tell|give|show|explain|summari[sz]e|describe|define|find|"
-    r"please|i\b|we\b|in\s+what|on\s+what|for\s+what|to\s+what|by\s+how)\b", re.I)
-_PREPOSITION_START_RE = re.compile(r"^\s*(?:on|in|for|with|at|under|over|across|compared(?:\s+to|\s+with)?|versus|vs\.?|"
-                                   r"than|without|beyond|per|against|from|to|using)\b", re.I)
+    r"^\s*" + one_of((*WH_WORDS, *AUXILIARIES, "compare", "contrast", "list", "name", "tell", "give", "show", "explain",
+                      "summari[sz]e", "describe", "define", "find", "please", r"i\b", r"we\b", r"in\s+what",
+                      r"on\s+what", r"for\s+what", r"to\s+what", r"by\s+how")) + r"\b", re.I)
+_PREPOSITION_START_RE = re.compile(r"^\s*(?:on|in|for|with|at|under|over|across|compared(?:\s+to|\s+with)?|versus|"
+                                   r"vs\.?|than|without|beyond|per|against|from|to|using)\b", re.I)
 _NOUNS = r"(?:method|methods|paper|papers|model|models|approach|approaches|framework|frameworks|work|works|" \
          r"technique|techniques|system|systems|algorithm|algorithms|architecture|study|studies|one|ones|authors|" \
          r"proposed\s+\w+|benchmark|benchmarks|dataset|datasets|task|suite)"
 _PLURAL_RE = re.compile(
     r"\b(?:(?:they|them)\s+both|both(?:\s+of\s+(?:them|these|those|the\s+two))?(?:\s+" + _NOUNS + r")?|"
     r"(?:these|those)(?:\s+two)?(?:\s+" + _NOUNS + r")?|the\s+two(?:\s+" + _NOUNS + r")?|"
-    r"(?:which|each|either|neither|one)\s+of\s+(?:them|(?:these|those)(?:\s+two)?|the\s+two)(?:\s+" + _NOUNS + r")?|"
+    + one_of(PLURAL_REFERENCE_LEADS) + r"\s+of\s+(?:them|(?:these|those)(?:\s+two)?|the\s+two)(?:\s+" + _NOUNS + r")?|"
     r"the\s+(?:former|latter))\b", re.I)
 _THEY_RE = re.compile(r"\b(they|them|their|theirs|themselves)\b", re.I)
+_POSSESSIVE = r"\b(?:its|their)\b"
+_POSSESSIVE_RE = re.compile(_POSSESSIVE, re.I)
 _SINGULAR_RE = re.compile(
-    r"\b(?:(its|it|itself)|(?:this|that)\s+(?:[\w-]+\s+){0,2}?" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|approach|"
-    r"framework|work|technique|system|algorithm|architecture|study|authors|proposed\s+\w+))\b", re.I)
-_DEFINITE_THING_RE = re.compile(r"\bthe\s+(benchmark|dataset|task|suite|environment|testbed|corpus)\b", re.I)
-# Words that make they/them/their mean several papers: the question compares them.
-_COMPARISON_RE = re.compile(r"\b(?:compar\w*|differ\w*|versus|vs\.?|contrast\w*|similar\w*|the\s+same|both|"
-                            r"which\s+of|either|neither|whereas|in\s+common|each)\b", re.I)
-_LOOKUP_RE = re.compile(r"^\s*(?:which|what|any|is\s+there\s+a|are\s+there)\s+(?:\w+\s+){0,2}"
-                        r"(?:papers?|works?|studies|study|methods?|approaches?|abstracts?)\b|^\s*who\s+\w+", re.I)
-_FUNCTION_WORDS = frozenset("""a an the and or of on in for with at to by from what how about is are was were does do
-    did its their it they them this that than compared versus vs""".split())
+    r"\b(?:(its|it|itself)|(?:this|that)\s+(?:[\w-]+\s+){0,2}?" + _NOUNS + r"|the\s+(?:same\s+)?(?:method|paper|model|"
+    r"approach|framework|work|technique|system|algorithm|architecture|study|authors|proposed\s+\w+))\b", re.I)
+_DEFINITE_THING_RE = re.compile(r"\bthe\s+(" + "|".join(EVALUATION_NOUNS) + r")\b", re.I)
+# (Which words make they/them/their mean several papers, and which opening asks for a paper: rag/text.py,
+# COMPARISON_CUE_RE and LOOKUP_OPENING_RE.)
 MAX_LOOKBACK = 4  # earlier turns a reference may reach
 # "Which of the 17 text models disclosed its identity?": a possessive after a "which ..." subject and its verb
 # (not an auxiliary, so the wh-phrase is the subject) is bound by that subject, not by an earlier paper.
-_AUX = r"(?!(?:does|do|did|is|are|was|were|has|have|had|can|could|would|will|should|may|might|its|their|it)\b)"
+_AUX = r"(?!" + one_of((*AUXILIARIES, "its", "their", "it")) + r"\b)"
 _BOUND_POSSESSIVE_RE = re.compile(
     r"^\s*which\s+(?:of\s+(?:the\s+)?)?(?:" + _AUX + r"[\w-]+\s+){0,3}?" + _AUX + r"[a-z][\w-]*\s+" + _AUX +
-    r"[a-z]+(?:ed|es|s)\b[^?]*?\b(?:its|their)\b", re.I)
+    r"[a-z]+(?:ed|es|s)\b[^?]*?" + _POSSESSIVE, re.I)
 
 
 @dataclass
@@ -161,7 +171,7 @@ def _substitute_plural(question: str, labels: list[str]) -> str:
 def _plural_phrase(phrase: str, labels: list[str]) -> str:
     low = phrase.lower()
     joined = _join(labels)
-    for lead in ("which", "each", "either", "neither", "one"):
+    for lead in PLURAL_REFERENCE_LEADS:
         if low.startswith(lead + " "):
             return f"{phrase.split()[0]} of {joined}"
     if low.startswith("both"):
@@ -176,7 +186,7 @@ def _plural_phrase(phrase: str, labels: list[str]) -> str:
 
 
 def _pronoun_phrase(word: str, labels: list[str]) -> str:
-    if word.lower() in ("their", "theirs", "its"):
+    if word.lower() in POSSESSIVE_PRONOUNS:
         return " and ".join(_possessive(x) for x in labels) if len(labels) > 1 else _possessive(labels[0])
     return _join(labels)
 
@@ -198,8 +208,9 @@ def _substitute_singular(question: str, label: str, thing: str) -> str:
     return out if n else f"{question.rstrip(' ?')} ({label})?"
 
 
-def resolve(question: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],
-            labels: Callable[[str], str], describes: Callable[[str, str], bool] | None = None) -> Resolution:
+def resolve(  # noqa: PLR0911 - one return per way a turn is resolved (module docstring), tried in that order
+        question: str, history: Sequence[TurnRecord], named: Callable[[str], list[str]],
+        labels: Callable[[str], str], describes: Callable[[str, str], bool] | None = None) -> Resolution:
     """How to ask `question` after `history` (oldest turn first).
 
     `named(text)` gives the ids of indexed papers a text names, `labels(id)` a paper's label, and
@@ -210,24 +221,24 @@ def resolve(question: str, history: Sequence[TurnRecord], named: Callable[[str],
     if not history:
         return Resolution(body, referents=names)
     what_about = _WHAT_ABOUT_RE.match(body)
-    plural = bool(_PLURAL_RE.search(body)) or (bool(_THEY_RE.search(body)) and bool(_COMPARISON_RE.search(body)))
+    plural = bool(_PLURAL_RE.search(body)) or (bool(_THEY_RE.search(body)) and bool(COMPARISON_CUE_RE.search(body)))
     singular = bool(_SINGULAR_RE.search(body)) or (bool(_THEY_RE.search(body)) and not plural)
     if singular and not plural and _BOUND_POSSESSIVE_RE.match(body):
         # its/their bound inside the question is no reference, unless another one is there too ("it", "this X").
-        rest = re.sub(r"\b(?:its|their)\b", " ", body, flags=re.I)
+        rest = _POSSESSIVE_RE.sub(" ", body)
         singular = bool(_SINGULAR_RE.search(rest)) or bool(_THEY_RE.search(rest))
     previous = next((t for t in reversed(history) if t.searched), None)
     if names:
         if what_about and previous is not None and not _QUESTION_START_RE.match(what_about.group(1)):
             return _switch(previous, names, labels)
-        if singular and not plural and _COMPARISON_RE.search(body):
+        if singular and not plural and COMPARISON_CUE_RE.search(body):
             # "How does it compare to GRAM?": the paper of the chat and the one named.
             earlier = [p for p in singular_referent(history) if p not in names]
             if earlier:
                 return Resolution(_substitute_singular(body, labels(earlier[0]), ""), earlier + names,
                                   earlier + names, "reference")
         return Resolution(body, referents=names)
-    if _LOOKUP_RE.match(body) and not _PLURAL_RE.search(body):
+    if LOOKUP_OPENING_RE.match(body) and not _PLURAL_RE.search(body):
         return Resolution(body)  # "which paper ...?" asks for a paper: a new topic, whatever words it uses
     if plural:
         papers = plural_referents(history)
@@ -266,7 +277,7 @@ def _ellipsis(previous: TurnRecord, fragment: str) -> Resolution:
     base = previous.searched.strip().rstrip("?").rstrip()
     joiner = " " if _PREPOSITION_START_RE.match(frag) else ", and "
     papers = previous.referents or None
-    added = [w for w in re.findall(r"[A-Za-z][\w@.+-]*[\w+]|[A-Za-z]", frag) if w.lower() not in _FUNCTION_WORDS]
+    added = [w for w in FRAGMENT_WORD_RE.findall(frag) if w.lower() not in FRAGMENT_FUNCTION_WORDS]
     return Resolution(f"{base}{joiner}{frag}?", papers, list(previous.referents), "ellipsis", added)
 
 

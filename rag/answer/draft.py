@@ -3,7 +3,7 @@ how an abstention is worded (the closest papers it names, "gives no figure for .
 
 from __future__ import annotations
 
-import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from rag import prompts
@@ -12,7 +12,7 @@ from rag.answer.intent import Intent
 from rag.answer.passages import PassageRead
 from rag.answer.retrieve import PaperHit
 from rag.corpus.sections import parse_layout
-from rag.text import stems
+from rag.text import QUESTION_WORD_RE, stems
 
 MAX_SENTENCES = 2         # quotes per paper
 CLOSEST_SHOWN = 3         # papers an abstention names
@@ -73,11 +73,11 @@ def no_names(paper: PaperHit) -> str:
     return (prompts.ABSTAIN_NO_NAMES_TEXT if full_text(paper) else prompts.ABSTAIN_NO_NAMES).format(paper=paper.label)
 
 
-def as_written(question: str, wanted: set[str]) -> str:
+def as_written(question: str, wanted: Set[str]) -> str:
     """The question's words whose stems are `wanted`, as the user wrote them and in their order ("wall-clock
     computation" for the stems clock, comput, wall, wall-clock), each once."""
     out: list[str] = []
-    for w in re.findall(r"[A-Za-z0-9][\w'’\-]*[\w]|[A-Za-z0-9]", question):
+    for w in QUESTION_WORD_RE.findall(question):
         if stems(w) & wanted and w not in out:
             out.append(w)
     return " ".join(out) or " ".join(sorted(wanted))

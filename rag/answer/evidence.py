@@ -32,12 +32,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rag.answer import fitted
 from rag.corpus.labels import initials_match
 from rag.corpus.sections import parse_layout
-from rag.text import sentences_of, stem, term_stems, terms
+from rag.text import LETTER_WORDS_RE, WORD_RE, WORD_START, sentences_of, stem, term_stems, terms, whole_word
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from rag.answer.retrieve import PaperHit
+    from rag.index.snapshot import LocalIndex
 
 SENTENCE_FEATURES = ("cosine", "cosine_gap", "bm25", "bm25_rel", "overlap", "rare_share", "paper_rare",
                      "paper_rank", "paper_score", "first", "position", "specificity", "names_focus",
@@ -49,6 +55,7 @@ RANKINGS = ("chunks", "dense_chunks", "bm25_chunks", "bm25_paper", "bm25_title",
 PAPER_FEATURES = ("best", "second", "best_gap", "paper_rank", "paper_score", "paper_rare", "names_focus",
                   *(f"rr_{name}" for name in RANKINGS))
 BM25_K1, BM25_B = 1.2, 0.75  # the usual BM25 defaults (Robertson & Zaragoza 2009), as bm25s uses
+RARE_SHARE = 0.6  # a question's word is one of its rare words when its idf is at least this share of the rarest's
 
 
 @dataclass
@@ -111,10 +118,10 @@ class Vocabulary:
     from here, so it adapts to whatever corpus was ingested.
     """
 
-    def __init__(self, index: Any = None) -> None:
+    def __init__(self, index: LocalIndex | None = None) -> None:
         self.index = index
         self._share: dict[str, float] = {}
-        self._paper_of_row = None
+        self._paper_of_row: NDArray[Any] | None = None
         self._keys: list[str] | None = None
         self._unseen: dict[str, bool] = {}
         self._rarities: dict[str, float] | None = None
@@ -206,7 +213,7 @@ class Vocabulary:
 _VOCABS: dict[int, Vocabulary] = {}
 
 
-def vocabulary_for(index: Any) -> Vocabulary:
+def vocabulary_for(index: LocalIndex | None) -> Vocabulary:
     """One Vocabulary per local index object (a new store version brings a new index and new statistics)."""
     key = id(index)
     vocab = _VOCABS.get(key)
@@ -236,13 +243,13 @@ def defines(sentence: str, name: str) -> bool:
     for m in _PAREN_RE.finditer(sentence):
         inside = m.group(1).strip()
         if inside.lower() == name.lower():
-            before = re.findall(r"[A-Za-z][\w-]*", sentence[:m.start()])[-8:]
+            before = WORD_RE.findall(sentence[:m.start()])[-8:]
             if any(initials_match(" ".join(before[i:]), name) for i in range(len(before))):
                 return True
         if re.match(r"\s*" + esc + r"\s*$", sentence[:m.start()][-len(name) - 2:], re.I) and \
                 initials_match(inside, name):
             return True
-    return bool(re.search(r"(?<![\w-])" + esc + r"(?:\s*\([^()]*\))?(?:,\s*(?:a|an|the)\s|\s+(?:is|are)\s+(?:a|an|the)\s)",
+    return bool(re.search(WORD_START + esc + r"(?:\s*\([^()]*\))?(?:,\s*(?:a|an|the)\s|\s+(?:is|are)\s+(?:a|an|the)\s)",
                           sentence, re.I))
 
 
@@ -250,7 +257,7 @@ def defines(sentence: str, name: str) -> bool:
 class Candidate:
     """One sentence of a retrieved paper with its features and evidence probability."""
 
-    paper: Any            # rag.answer.retrieve.PaperHit
+    paper: PaperHit
     rank: int             # the paper's retrieval rank, 0 = first
     index: int            # the sentence's position in its abstract (or full text)
     sentence: str
@@ -279,13 +286,13 @@ class QuestionTerms:
     asks_limitation: bool = False    # "what limitation of ... does X point out", "what goes wrong with X"
 
 
-def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks_definition: bool,
+def question_terms(question: str, papers: Sequence[PaperHit], vocab: Vocabulary, asks_definition: bool,
                    focus_names: dict[str, str], asks_contribution: bool = False,
                    asks_limitation: bool = False) -> QuestionTerms:
     words = list(dict.fromkeys(stem(t) for t in terms(question)))
     idf = vocab.idf(words)
     top = max(idf.values(), default=0.0)
-    rare = {w for w in words if idf[w] >= 0.6 * top} if top else set()
+    rare = {w for w in words if idf[w] >= RARE_SHARE * top} if top else set()
     total = sum(idf.values()) or 1.0
     unseen = sum(v for w, v in idf.items() if vocab.unseen(w)) / total
     return QuestionTerms(words, idf, rare, set(focus_names), focus_names, asks_definition, unseen,
@@ -293,11 +300,11 @@ def question_terms(question: str, papers: Sequence[Any], vocab: Vocabulary, asks
 
 
 def _names(sentence: str, name: str) -> bool:
-    return bool(re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", sentence, re.I))
+    return bool(whole_word(name, ignore_case=True).search(sentence))
 
 
-def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | None,
-                  qvec: Any) -> list[tuple[str, float]]:
+def _sentences_of(paper: PaperHit, embed: Callable[[list[str]], list[list[float]]] | None,
+                  qvec: NDArray[Any] | None) -> list[tuple[str, float]]:
     """(sentence, its cosine to the question) for every chunk of a paper; a chunk holding several
     sentences has them embedded one by one (through the caller's cache) when an embedder is given."""
     out: list[tuple[str, float]] = []
@@ -310,7 +317,7 @@ def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | 
         for s in parts:
             pending.append((len(out), s))
             out.append((s, chunk.cosine))
-    if pending:
+    if pending and embed is not None and qvec is not None:  # (pending only with both)
         import numpy as np
 
         vecs = np.asarray(embed([s for _, s in pending]), dtype=np.float32)
@@ -320,7 +327,6 @@ def _sentences_of(paper: Any, embed: Callable[[list[str]], list[list[float]]] | 
     return out
 
 
-_WORD_RE = re.compile(r"[^\W\d_]{2,}")
 PROSE_WORDS = 3  # a statement has a subject, a verb and what it says: fewer words is a list marker or a formula
 
 
@@ -329,7 +335,7 @@ def prose(sentence: str) -> bool:
     formulas ("R to obtain q 2 R .") and table rows between its sentences: they share no word with a question,
     yet their rare tokens (digits, symbols) make them look specific. Evidence is a statement: at least
     PROSE_WORDS words of two letters or more, and letters for at least half of its characters."""
-    if len(_WORD_RE.findall(sentence)) < PROSE_WORDS:
+    if len(LETTER_WORDS_RE.findall(sentence)) < PROSE_WORDS:
         return False
     visible = [ch for ch in sentence if not ch.isspace()]
     return sum(ch.isalpha() for ch in visible) >= 0.5 * len(visible)
@@ -346,7 +352,7 @@ def _layout_marks(layout: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(o for o, _p, _s in marks), tuple(ids)
 
 
-def chunk_segments(paper: Any) -> list[int]:
+def chunk_segments(paper: PaperHit) -> list[int]:
     """The layout segment (a full text's paragraph, or a PDF section's text on one page) each of a paper's chunks
     is in; all 0 for a paper without a layout. Chunks never cross a segment (rag/index/chunking.py), so each
     chunk's start, found in the paper's text after the previous chunk's, places it."""
@@ -366,7 +372,7 @@ def chunk_segments(paper: Any) -> list[int]:
     return out
 
 
-def chunk_sections(paper: Any, segs: list[int] | None = None) -> list[int]:
+def chunk_sections(paper: PaperHit, segs: list[int] | None = None) -> list[int]:
     """The section each of a paper's chunks is in (consecutive segments of one section, a section running over
     a page break, are one section); all 0 for a paper without a layout (an abstract is one section)."""
     _marks, ids = _layout_marks(getattr(paper, "layout", "") or "")
@@ -374,21 +380,123 @@ def chunk_sections(paper: Any, segs: list[int] | None = None) -> list[int]:
     return [ids[i] if i < len(ids) else 0 for i in segs] if len(ids) > 1 else [0] * len(segs)
 
 
-def _sentence_sections(paper: Any, sections: list[int]) -> list[int]:
+def _sentence_sections(paper: PaperHit, sections: list[int]) -> list[int]:
     """The section (or segment) of each sentence `_sentences_of` returns for a paper (its chunk's)."""
     return [sec for chunk, sec in zip(paper.chunks, sections) for _ in sentences_of(chunk.text)]
 
 
-def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: QuestionTerms,
+class _Sentence(NamedTuple):
+    """A prose sentence of a retrieved paper, placed in its paper: what `candidates` scores."""
+
+    paper: PaperHit
+    rank: int                 # the paper's retrieval rank, 0 = first
+    at: int                   # the sentence's position in its section (an abstract is one section)
+    text: str
+    cosine: float
+    stems: tuple[str, ...]
+    section: tuple[str, int]  # (paper id, section number)
+    segment: int              # the layout segment (paragraph) it is in; -1 for a paper without a layout
+    order: int                # the sentence's position in its paper (quotes of a paper are shown in this order)
+
+
+def _layered(paper: PaperHit) -> bool:
+    """A full text read with its layout (more than one segment)."""
+    return len(_layout_marks(getattr(paper, "layout", "") or "")[0]) > 1
+
+
+def _sentences(papers: Sequence[PaperHit], embed: Callable[[list[str]], list[list[float]]] | None,
+               qvec: NDArray[Any] | None) -> list[_Sentence]:
+    """The prose sentences of the papers, in retrieval order, each placed in its section and segment."""
+    out: list[_Sentence] = []
+    for rank, p in enumerate(papers):
+        start = len(out)
+        segs = chunk_segments(p)
+        layered = _layered(p)
+        in_section: dict[int, int] = {}
+        for (s, cos), seg, sec in zip(_sentences_of(p, embed, qvec), _sentence_sections(p, segs),
+                                      _sentence_sections(p, chunk_sections(p, segs))):
+            if not prose(s):
+                continue
+            j = in_section.get(sec, 0)
+            in_section[sec] = j + 1
+            out.append(_Sentence(p, rank, j, s, cos, sentence_stems(s), (p.paper_id, sec), seg if layered else -1,
+                                 len(out) - start))
+    return out
+
+
+def _bm25(rows: Sequence[_Sentence], hits: Sequence[frozenset[str]], q_idf: list[tuple[str, float]],
+          total_idf: float) -> list[float]:
+    """BM25 of each sentence for the question's terms (its hits among them), over the question's total idf."""
+    avgdl = sum(len(r.stems) for r in rows) / len(rows) or 1.0
+    k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
+    out: list[float] = []
+    for r, hit in zip(rows, hits):
+        st = r.stems
+        score = 0.0
+        if hit:
+            base = BM25_K1 * (1 - BM25_B) + norm * len(st)
+            for w, idf in q_idf:
+                if w in hit:
+                    tf = st.count(w)
+                    score += idf * tf * (k1 + 1) / (tf + base)
+        out.append(score / total_idf)
+    return out
+
+
+def _paper_rare(papers: Sequence[PaperHit], rows: Sequence[_Sentence], hits: Sequence[frozenset[str]],
+                qt: QuestionTerms, label_stems: dict[str, set[str]], rare_terms: list[str],
+                rare_total: float) -> dict[tuple[str, int], float]:
+    """Per section of a paper, the share of the question's rare terms (by idf) present in it or in the paper's
+    label and title. A paper holding all of its chunks has its text's terms in its sentences' (chunks split at
+    whitespace), which are stemmed already; an abstract's section is its whole text."""
+    layered = {p.paper_id for p in papers if _layered(p)}
+    rare_q = set(qt.rare)
+    in_paper: dict[tuple[str, int], set[str]] = {}  # the rare question terms in the sentences of papers held whole
+    for r, hit in zip(rows, hits):
+        if getattr(r.paper, "complete", False) or r.paper.paper_id in layered:
+            in_paper.setdefault(r.section, set()).update(hit & rare_q)
+    out: dict[tuple[str, int], float] = {}
+    for p in papers:
+        named = label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
+        for key in dict.fromkeys(r.section for r in rows if r.section[0] == p.paper_id):
+            text = in_paper[key] if key in in_paper else set() if p.paper_id in layered \
+                else set(sentence_stems(p.text))
+            out[key] = sum(qt.idf[w] for w in rare_terms if w in text | named) / rare_total
+    return out
+
+
+def _introductions(rows: Sequence[_Sentence], qt: QuestionTerms) -> dict[tuple[str, int], int]:
+    """Asked what a named paper does or what limitation it points out: per section, where the paper first names
+    the asked method ("We introduce X, ..."). Abstracts state the problem before they name their method and say
+    how it works right after, so the naming sentence, the next one and those before it are features (fitted):
+    the answer is sometimes the naming sentence, sometimes the next one, and sometimes neither."""
+    intro: dict[tuple[str, int], int] = {}
+    if qt.asks_contribution or qt.asks_limitation:
+        for r in rows:
+            name = qt.focus_names.get(r.paper.paper_id, "")
+            if name and r.section not in intro and _names(r.text, name):
+                intro[r.section] = r.at
+    return intro
+
+
+def candidates(question: str, papers: Sequence[PaperHit], vocab: Vocabulary, qt: QuestionTerms,
                constants: Constants | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
                query_vector: Sequence[float] | None = None) -> list[Candidate]:
-    """Every sentence of the retrieved papers with its features and evidence probability."""
+    """Every sentence of the retrieved papers with its features and evidence probability.
+
+    A full text read with its layout is a run of sections, each like an abstract: the features that place a
+    sentence in its paper (first, position, the question's rare terms in its paper) are taken in its section,
+    since a whole paper holds every term and its last pages are appendices, not results. A paper without a
+    layout is one section, so abstracts score as they were fitted (on SciFact abstracts)."""
     c = constants or current_constants()
     qvec = None
     if query_vector is not None and embed is not None:
         import numpy as np
 
         qvec = np.asarray(query_vector, dtype=np.float32)
+    rows = _sentences(papers, embed, qvec)
+    if not rows:
+        return []
     qset = set(qt.stems)
     # Sums over the question's terms run in the question's word order, never a set's: set order follows string
     # hashing, which changes per process, and float sums in another order differ in their last bits (enough to
@@ -398,103 +506,41 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
     total_idf = sum(qt.idf.values()) or 1.0
     rare_total = sum(qt.idf[w] for w in rare_terms) or 1.0
     top_score = max((p.score for p in papers), default=1.0) or 1.0
-    # A full text read with its layout is a run of sections, each like an abstract: the features that place a
-    # sentence in its paper (first, position, the question's rare terms in its paper) are taken in its section,
-    # since a whole paper holds every term and its last pages are appendices, not results. A paper without a
-    # layout is one section, so abstracts score as they were fitted (on SciFact abstracts).
-    raw: list[tuple[Any, int, int, str, float, tuple[str, ...]]] = []
-    segment_of: list[int] = []
-    section_of: list[tuple[str, int]] = []
-    order: list[int] = []  # each sentence's position in its paper (quotes of a paper are shown in this order)
-    for rank, p in enumerate(papers):
-        start = len(order)
-        segs = chunk_segments(p)
-        layered_p = len(_layout_marks(getattr(p, "layout", "") or "")[0]) > 1
-        in_section: dict[int, int] = {}
-        for (s, cos), seg, sec in zip(_sentences_of(p, embed, qvec), _sentence_sections(p, segs),
-                                      _sentence_sections(p, chunk_sections(p, segs))):
-            if not prose(s):
-                continue
-            j = in_section.get(sec, 0)
-            in_section[sec] = j + 1
-            raw.append((p, rank, j, s, cos, sentence_stems(s)))
-            segment_of.append(seg if layered_p else -1)
-            section_of.append((p.paper_id, sec))
-            order.append(len(order) - start)
-    if not raw:
-        return []
-    avgdl = sum(len(r[5]) for r in raw) / len(raw) or 1.0
-    n_of_paper: dict[tuple[str, int], int] = {}
-    for key in section_of:
-        n_of_paper[key] = n_of_paper.get(key, 0) + 1
-    layered = {p.paper_id for p in papers if len(_layout_marks(getattr(p, "layout", "") or "")[0]) > 1}
+    n_of_section: dict[tuple[str, int], int] = {}
+    for r in rows:
+        n_of_section[r.section] = n_of_section.get(r.section, 0) + 1
     label_stems = {p.paper_id: set(sentence_stems(p.label)) for p in papers}
-    # Rare question terms present anywhere in a paper (its text and label). A paper holding all of its chunks
-    # has its text's terms in its sentences' (chunks split at whitespace), which are stemmed already.
-    sets = [frozenset(r[5]) for r in raw]
-    hits = [sset & qset for sset in sets]  # the question's terms in each sentence
-    rare_q = set(qt.rare)
-    in_paper: dict[tuple[str, int], set[str]] = {}  # the rare question terms in the sentences of papers held whole
-    for r, hit, key in zip(raw, hits, section_of):
-        if getattr(r[0], "complete", False) or r[0].paper_id in layered:
-            in_paper.setdefault(key, set()).update(hit & rare_q)
-    paper_rare: dict[tuple[str, int], float] = {}
-    for p in papers:
-        named = label_stems[p.paper_id] | set(sentence_stems(getattr(p, "title", "")))
-        for key in dict.fromkeys(k for k in section_of if k[0] == p.paper_id):
-            text = in_paper[key] if key in in_paper else set() if p.paper_id in layered \
-                else set(sentence_stems(p.text))
-            paper_rare[key] = sum(qt.idf[w] for w in rare_terms if w in text | named) / rare_total
+    hits = [frozenset(r.stems) & qset for r in rows]  # the question's terms in each sentence
+    paper_rare = _paper_rare(papers, rows, hits, qt, label_stems, rare_terms, rare_total)
     rarity = vocab.rarities()
     unseen_rarity = vocab.unseen_rarity
-    max_cos = max(r[4] for r in raw)
-    # Asked what a named paper does: where its abstract first names the method ("We introduce X, ...") and the
-    # sentence after it, which often says how X works. Both are features (fitted), not rules, since the
-    # answer is sometimes the naming sentence, sometimes the next one, and sometimes neither.
-    # Asked what limitation or problem a named paper points out: abstracts state the problem before they name
-    # their method, so "before the naming sentence" and "early in the abstract" are features too (fitted).
-    intro: dict[tuple[str, int], int] = {}
-    if qt.asks_contribution or qt.asks_limitation:
-        for r, key in zip(raw, section_of):
-            name = qt.focus_names.get(r[0].paper_id, "")
-            if name and key not in intro and _names(r[3], name):
-                intro[key] = r[2]
+    max_cos = max(r.cosine for r in rows)
+    intro = _introductions(rows, qt)
     q_idf = [(w, qt.idf[w]) for w in q_terms]
-    k1, norm = BM25_K1, BM25_K1 * BM25_B / avgdl
-    bm25s_: list[float] = []
-    for r, hit in zip(raw, hits):
-        st = r[5]
-        score = 0.0
-        if hit:
-            base = BM25_K1 * (1 - BM25_B) + norm * len(st)
-            for w, idf in q_idf:
-                if w in hit:
-                    f = st.count(w)
-                    score += idf * f * (k1 + 1) / (f + base)
-        bm25s_.append(score / total_idf)
+    bm25s_ = _bm25(rows, hits, q_idf, total_idf)
     max_bm25 = max(bm25s_) or 1.0
     rare_idf = [(w, qt.idf[w]) for w in rare_terms]
     label_q = {pid: stems_ & qset for pid, stems_ in label_stems.items()}
     out: list[Candidate] = []
-    for r, bm, hit, key, at, seg in zip(raw, bm25s_, hits, section_of, order, segment_of):
-        p, rank, j, s, cos, st = r
+    for r, bm, hit in zip(rows, bm25s_, hits):
+        p, j, s, key = r.paper, r.at, r.text, r.section
         present = hit | label_q[p.paper_id]
         overlap = sum(v for w, v in q_idf if w in present) / total_idf if present else 0.0
         rare_share = sum(v for w, v in rare_idf if w in present) / rare_total if present else 0.0
         # Mean rarity of the sentence's words that are not the question's: the sum over all its words is
         # kept per sentence (it does not depend on the question), less the question words it holds.
-        total, count = vocab.rarity_sum(s, st)
+        total, count = vocab.rarity_sum(s, r.stems)
         for w in q_terms if hit else ():
             if w in hit:
-                k = st.count(w)
+                k = r.stems.count(w)
                 total -= k * rarity.get(w, unseen_rarity)
                 count -= k
         name = qt.focus_names.get(p.paper_id, "")
-        n = n_of_paper[key]
-        f = {
-            "cosine": cos, "cosine_gap": cos - max_cos, "bm25": bm, "bm25_rel": bm / max_bm25,
+        n = n_of_section[key]
+        features = {
+            "cosine": r.cosine, "cosine_gap": r.cosine - max_cos, "bm25": bm, "bm25_rel": bm / max_bm25,
             "overlap": overlap, "rare_share": rare_share, "paper_rare": paper_rare[key],
-            "paper_rank": 1.0 / (1 + rank), "paper_score": p.score / top_score,
+            "paper_rank": 1.0 / (1 + r.rank), "paper_score": p.score / top_score,
             "first": 1.0 if j == 0 else 0.0, "position": j / (n - 1) if n > 1 else 0.0,
             "specificity": total / count if count else 0.0,
             "names_focus": 1.0 if p.paper_id in qt.focus else 0.0,
@@ -505,7 +551,7 @@ def candidates(question: str, papers: Sequence[Any], vocab: Vocabulary, qt: Ques
             "before_intro_limitation": 1.0 if qt.asks_limitation and j < intro.get(key, -1) else 0.0,
             "early_limitation": (1.0 - (j / (n - 1) if n > 1 else 0.0)) if qt.asks_limitation else 0.0,
         }
-        out.append(Candidate(p, rank, at, s, f, segment=seg))
+        out.append(Candidate(p, r.rank, r.order, s, features, segment=r.segment))
     _score(out, c)
     return out
 

@@ -14,7 +14,6 @@ The direct-answer line is written from the chosen quotes afterwards (rag/answer/
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,7 +30,7 @@ from rag.answer.retrieve import PaperHit, Retrieval
 from rag.answer.types.context import Context
 from rag.answer.types.words import names_few, present
 from rag.corpus.labels import label_keys, mentions, name_used
-from rag.text import stem, terms
+from rag.text import LABEL_WORD_RE, stem, terms, whole_word
 
 
 @dataclass
@@ -48,10 +47,11 @@ class Prepared:
     passages: list[PassageRead] = field(default_factory=list)  # best reading first (rag/answer/passages.py)
 
 
-def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants,
-            embed: Callable[[list[str]], list[list[float]]] | None = None,
-            intent: Intent | None = None, named: list[str] | None = None,
-            reader: ReaderRun | None = None, answer: AnswerConstants | None = None) -> Prepared:
+def prepare(  # noqa: PLR0913 - the options the fitting scripts pass by keyword (eval/fit_*.py)
+        question: str, retrieval: Retrieval, vocab: Vocabulary, constants: Constants,
+        embed: Callable[[list[str]], list[list[float]]] | None = None,
+        intent: Intent | None = None, named: list[str] | None = None,
+        reader: ReaderRun | None = None, answer: AnswerConstants | None = None) -> Prepared:
     """Shape, named papers and scored sentences of a question (shared by the answerer and the fitting script).
 
     `named`: ids of the papers the caller knows the question is about (a chat turn that refers to them, or the
@@ -63,7 +63,7 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
     if named:
         by_id = {p.paper_id: p for p in papers}
         focus = [by_id[i] for i in named if i in by_id] + [p for p in focus if p.paper_id not in named]
-    focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in re.findall(r"[\w-]+", k)}
+    focus_terms = {stem(w.lower()) for p in focus for k in label_keys(p.label) for w in LABEL_WORD_RE.findall(k)}
     if not focus and intent.specific and not intent.every_paper and intent.shape is not Shape.CLAIM:
         # A name the question uses ("PerturbRM") narrows the answer to the papers that contain it. A claim's
         # names are its subject, which relevant and irrelevant papers share alike (measured on SciFact: narrowing
@@ -93,11 +93,12 @@ def prepare(question: str, retrieval: Retrieval, vocab: Vocabulary, constants: C
     return Prepared(intent, focus, focus_terms, names, pool, cands, passages)
 
 
-def draft_answer(question: str, retrieval: Retrieval, intent: Intent | None = None,
-                 vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
-                 constants: Constants | None = None, prepared: Prepared | None = None,
-                 named: list[str] | None = None, reader: ReaderRun | None = None,
-                 answer: AnswerConstants | None = None) -> Draft:
+def draft_answer(  # noqa: PLR0913 - the options the service and the fitting scripts pass by keyword
+        question: str, retrieval: Retrieval, intent: Intent | None = None,
+        vocab: Vocabulary | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None,
+        constants: Constants | None = None, prepared: Prepared | None = None,
+        named: list[str] | None = None, reader: ReaderRun | None = None,
+        answer: AnswerConstants | None = None) -> Draft:
     """Choose the quotes that answer the question, or the reason to abstain (the steps of the module docstring;
     `prepared`: the question already read and scored, as the fitting script reuses it across constants)."""
     c = constants or current_constants()
@@ -133,7 +134,7 @@ def _aspect_candidates(question: str, focus: list[PaperHit], names: dict[str, st
     for p in focus:
         for name in {names.get(p.paper_id, ""), *label_keys(p.label)}:
             if name:
-                aspect = re.sub(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", " ", aspect, flags=re.I)
+                aspect = whole_word(name, ignore_case=True).sub(" ", aspect)
     if not terms(aspect):
         return None
     qt = question_terms(aspect, focus, vocab, intent.shape is Shape.DEFINITION, {},

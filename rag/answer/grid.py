@@ -38,7 +38,18 @@ from rag.answer.retrieve import Chunk, PaperHit, Retrieval
 from rag.answer.types.names import names_of_kind
 from rag.answer.types.words import name_token
 from rag.schema import Grid, GridCell
-from rag.text import CONTRIBUTION_RE, STOPWORDS, sentences_of
+from rag.text import (
+    COLUMN_QUESTION_STOPWORDS,
+    CONTRAST_OPENERS,
+    CONTRIBUTION_RE,
+    CUE_WORD_RE,
+    DATA_NOUNS,
+    STOPWORDS,
+    TOKEN_RE,
+    any_word,
+    one_of,
+    sentences_of,
+)
 
 # The default columns and the question each asks (what the evidence feature scores, and the lead reads).
 COLUMNS: dict[str, str] = {
@@ -53,25 +64,19 @@ COLUMN_ALIASES = {"data/benchmarks": "data", "benchmarks": "data", "headline res
 FEATURES = ("first", "last", "position", "position_sq", "cue", "cue_max", "evidence", "has_number", "length",
             "column_words", "contribution", "contrast", "data_noun", "names_data")
 NOT_STATED = "not stated"
-_WORD_RE = re.compile(r"[a-z][a-z'-]+|\d+(?:\.\d+)?%?")
 # Discourse markers of academic English, the same in any field; their weight per column is fitted: a
-# contribution statement (rag.text.CONTRIBUTION_RE, shared with the citation lookup), and a sentence that opens by contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...").
-_CONTRAST_RE = re.compile(r"^\s*(?:however|but|yet|unfortunately|despite|although|though|while|whereas|nevertheless|"
-                          r"nonetheless|still)\b", re.IGNORECASE)
-# Nouns any field writes for a body of data a study draws on (ML's datasets and benchmarks, medicine's cohorts
-# and registries, the social sciences' surveys), and the phrases that say a study ran on some data ("experiments
-# on", "evaluated on", "trained using"): a name written beside one of them names the data.
-DATA_NOUNS = ("dataset", "data set", "data", "benchmark", "corpus", "corpora", "database", "cohort", "registry",
-              "registries", "survey", "suite", "collection", "test set", "testbed")
-_DATA_NOUN_RE = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in DATA_NOUNS) + r")(?:s|es)?(?![\w-])",
-                           re.IGNORECASE)
+# contribution statement (rag.text.CONTRIBUTION_RE, shared with the citation lookup), and a sentence that opens by
+# contrast or concession ("However, ...", "Despite ...", "Unfortunately, ...": rag.text.CONTRAST_OPENERS).
+_CONTRAST_RE = re.compile(r"^\s*" + one_of(CONTRAST_OPENERS) + r"\b", re.IGNORECASE)
+# A data noun (rag.text.DATA_NOUNS), and the phrases that say a study ran on some data ("experiments on",
+# "evaluated on", "trained using"): a name written beside one of them names the data.
+_DATA_NOUN_RE = any_word(DATA_NOUNS, ending="(?:s|es)?", ignore_case=True)
 # A named task is a benchmark too ("the XSum summarization task", "the GLUE tasks"), though "task" alone is not data.
-_TASK_RE = re.compile(r"(?<![\w-])tasks?(?![\w-])", re.IGNORECASE)
+_TASK_RE = any_word(("task",), ending="s?", ignore_case=True)
 _RAN_ON_RE = re.compile(r"\b(?:experiment\w*|evaluat\w*|test(?:s|ed|ing)?|results?|performance|accuracy|"
                         r"state[- ]of[- ]the[- ]art|(?:pre-?)?train(?:s|ed|ing)?|fine-?tun\w*|validat\w*|"
                         r"benchmark\w*|outperform\w*|achiev\w*)\b(?:\s+[\w-]+){0,3}?\s+(?:on|using|across|from)\s+"
                         r"((?:[^\s,;:.]+\s*){1,4})", re.IGNORECASE)
-_QUESTION_STOP = frozenset("what which does do the a an of or and paper papers use state main is are to".split())
 
 
 @dataclass
@@ -111,7 +116,7 @@ def column_key(column: str) -> str | None:
 def tokens(sentence: str) -> list[str]:
     """Lower-cased words of a sentence, a figure as "<num>" and a percentage as "<pct>" (cue vocabulary)."""
     out = []
-    for w in _WORD_RE.findall(sentence.lower()):
+    for w in CUE_WORD_RE.findall(sentence.lower()):
         out.append("<pct>" if w.endswith("%") else "<num>" if w[0].isdigit() else w)
     return out
 
@@ -123,8 +128,8 @@ def _stem(word: str) -> str:
 def column_stems(question: str) -> frozenset[str]:
     """The content words of a column's question, cut to a common stem ("datasets" -> "datas", "propose" ->
     "propo"): a sentence that uses the column's own words ("we propose", "on three benchmarks") is about it."""
-    return frozenset(_stem(w) for w in _WORD_RE.findall(question.lower())
-                     if not w[0].isdigit() and w not in _QUESTION_STOP)
+    return frozenset(_stem(w) for w in CUE_WORD_RE.findall(question.lower())
+                     if not w[0].isdigit() and w not in COLUMN_QUESTION_STOPWORDS)
 
 
 @lru_cache(maxsize=8192)
@@ -140,7 +145,7 @@ def data_source(sentence: str) -> tuple[bool, bool]:
     if any(names_of_kind(sentence, n, "", vocab, "") for n in dict.fromkeys(nouns)):
         return noun, True
     for m in _RAN_ON_RE.finditer(sentence):
-        for w in re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", m.group(1))[:3]:
+        for w in TOKEN_RE.findall(m.group(1))[:3]:
             if name_token(w, vocab) or w[0].isupper() and w[1:].islower() and w.lower() not in STOPWORDS:
                 return noun, True
     return noun, False

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rag.answer.question import Common, QuestionInfo, analyse
+from rag.text import AUXILIARIES, one_of
 
 
 class Shape(Enum):
@@ -97,8 +98,7 @@ class Intent:
 
 
 # A polar question opens with an auxiliary verb; "A or B?" asks to choose, not yes or no.
-_POLAR_RE = re.compile(r"^\W*(?:does|do|did|is|are|was|were|can|could|will|would|has|have|had|should|may|might)\b",
-                       re.I)
+_POLAR_RE = re.compile(r"^\W*" + one_of(AUXILIARIES) + r"\b", re.I)
 _ALTERNATIVE_RE = re.compile(r"\bor\b(?!\s+not\b)", re.I)
 
 

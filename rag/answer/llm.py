@@ -26,6 +26,7 @@ from rag.settings import Settings, redact, redact_logs
 from rag.text import split_sentences
 
 if TYPE_CHECKING:
+    import httpx
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.openai_like import OpenAILike
 
@@ -86,13 +87,14 @@ def endpoint(settings: Settings) -> str:
     return redact(settings.openai_base_url or "api.openai.com")
 
 
-def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any = None) -> OpenAILike:
+def make_llm(settings: Settings, max_tokens: int | None = None, http_client: httpx.Client | None = None) -> OpenAILike:
     from llama_index.llms.openai_like import OpenAILike
 
     if "@" in (settings.openai_base_url or "") or "=" in (settings.openai_base_url or ""):
         redact_logs()
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else LOCAL_API_KEY
-    return OpenAILike(
+    # OpenAI's __init__ takes http_client; mypy reads the constructor from the pydantic fields, which lack it.
+    return OpenAILike(  # type: ignore[call-arg]
         model=settings.llm_model, api_base=settings.openai_base_url or "https://api.openai.com/v1", api_key=key,
         is_chat_model=True, context_window=settings.llm_context_window,
         max_tokens=max_tokens or settings.llm_max_tokens, temperature=settings.llm_temperature,
@@ -100,7 +102,7 @@ def make_llm(settings: Settings, max_tokens: int | None = None, http_client: Any
     )
 
 
-def _deadline_client(deadline: list[float], timeout: float) -> Any:
+def _deadline_client(deadline: list[float], timeout: float) -> httpx.Client:
     """An httpx client that starts the clock (`deadline[0]`, time.monotonic) when it sends the request and
     whose response fails at the first byte read after it."""
     import httpx
@@ -175,7 +177,7 @@ def _within_deadline(settings: Settings, run: Callable[[OpenAILike], Iterator[T]
         stop.set()
 
 
-def explain(error: BaseException, settings: Settings) -> str:
+def explain(error: BaseException, settings: Settings) -> str:  # noqa: PLR0911 - one line per kind of failure
     """One line saying why the LLM was not used, without secrets or stack traces."""
     import httpx
     import openai

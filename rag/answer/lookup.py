@@ -33,8 +33,9 @@ from typing import Any
 
 from rag.answer import fitted
 from rag.answer.abstain import foreign
-from rag.answer.evidence import RANKINGS, Candidate, Vocabulary, paper_features, paper_probabilities
+from rag.answer.evidence import RANKINGS, Candidate, Constants, Vocabulary, paper_features, paper_probabilities
 from rag.answer.extractive import evidence_for
+from rag.answer.retrieve import PaperHit, Retrieval
 from rag.text import CONTRIBUTION_RE
 
 LOOKUP_FEATURES = ("evidence", "second", "paper", "evidence_lead", "paper_lead", "rank", "cosine", "rare_share",
@@ -63,8 +64,8 @@ def load_lookup() -> LookupConstants:
     return LookupConstants(**json.loads(fitted.read(fitted.LOOKUP)))
 
 
-def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: bool,
-                 evidence_constants: Any = None) -> dict[str, dict[str, float]]:
+def hit_features(cands: Sequence[Candidate], papers: Sequence[PaperHit], by_chance: bool,
+                 evidence_constants: Constants | None = None) -> dict[str, dict[str, float]]:
     """The lookup model's features of every retrieved paper, from its scored sentences (`evidence_for`)."""
     pf = paper_features(cands)
     pp = paper_probabilities(cands, evidence_constants)
@@ -84,7 +85,7 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
     out: dict[str, dict[str, float]] = {}
     for rank, p in enumerate(papers):
         pid = p.paper_id
-        c = best.get(pid)
+        top = best.get(pid)
         f = pf.get(pid, {})
         others_ev = max((v for q, v in ev.items() if q != pid), default=0.0)
         others_pp = max((v for q, v in pp.items() if q != pid), default=0.0)
@@ -94,9 +95,9 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
             "evidence": ev.get(pid, 0.0), "second": f.get("second", 0.0), "paper": pp.get(pid, 0.0),
             "evidence_lead": ev.get(pid, 0.0) - others_ev, "paper_lead": pp.get(pid, 0.0) - others_pp,
             "rank": 1.0 / (1 + rank),
-            "cosine": c.features["cosine"] if c else 0.0,
-            "rare_share": c.features["rare_share"] if c else 0.0,
-            "overlap": c.features["overlap"] if c else 0.0,
+            "cosine": top.features["cosine"] if top else 0.0,
+            "rare_share": top.features["rare_share"] if top else 0.0,
+            "overlap": top.features["overlap"] if top else 0.0,
             "paper_rare": f.get("paper_rare", 0.0),
             "unseen": unseen, "foreign": 1.0 if by_chance else 0.0, "top_cosine": top_cos,
             "proposal": proposal.get(pid, 0.0), "proposal_lead": proposal.get(pid, 0.0) - others_prop,
@@ -109,13 +110,13 @@ def hit_features(cands: Sequence[Candidate], papers: Sequence[Any], by_chance: b
 class Row:
     """One retrieved paper of a lookup: its best sentence, the model's features, and the fitted probability."""
 
-    paper: Any  # rag.answer.retrieve.PaperHit
+    paper: PaperHit
     sentence: str
     features: dict[str, float]
     prob: float = 0.0
 
 
-def lookup_rows(query: str, retrieval: Any, vocab: Vocabulary, constants: LookupConstants | None = None
+def lookup_rows(query: str, retrieval: Retrieval, vocab: Vocabulary, constants: LookupConstants | None = None
                 ) -> tuple[list[Row], bool]:
     """Every retrieved paper (the retrieval completed) scored for a lookup, in the order hits are shown, and
     whether the query is foreign to the corpus (then no hit is a match: its nearest sentences are near by chance).

@@ -14,14 +14,22 @@ decides for the retrieved papers).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag.corpus.labels import label_keys
+from rag.text import ALNUM2_RE, NONSPACE_RE
 
-FEW_PAPERS = 3  # a label names its paper only if its rarest word is used by at most this many papers
+if TYPE_CHECKING:
+    from rag.answer.evidence import Vocabulary
+    from rag.index.snapshot import LocalIndex
+    from rag.index.store import CatalogEntry
+
+# A label (or a name matched in a question: rag/answer/types/words.py) names its paper only if its rarest word is
+# used by at most this many papers.
+FEW_PAPERS = 3
 MAX_KEY_TOKENS = 8
-_TOKEN_RE = re.compile(r"[^\s]+")
 _EDGE_RE = re.compile(r"^[\"“”‘’'(\[{<]+|[\"“”‘’')\]}>.,;:!?]+$")
 _POSSESSIVE_RE = re.compile(r"[’']s$", re.I)
 
@@ -29,7 +37,7 @@ _POSSESSIVE_RE = re.compile(r"[’']s$", re.I)
 def tokens(text: str) -> list[str]:
     """Whitespace tokens, lower-cased, without surrounding punctuation or a possessive 's."""
     out = []
-    for raw in _TOKEN_RE.findall(text):
+    for raw in NONSPACE_RE.findall(text):
         t = _POSSESSIVE_RE.sub("", _EDGE_RE.sub("", raw)).lower()
         t = _EDGE_RE.sub("", t)
         if t:
@@ -46,7 +54,7 @@ class LabelIndex:
     longest: int = 1
 
     @classmethod
-    def build(cls, papers: dict[str, Any]) -> LabelIndex:
+    def build(cls, papers: Mapping[str, CatalogEntry]) -> LabelIndex:
         out = cls()
         for pid, entry in papers.items():
             out.labels[pid] = entry.label
@@ -76,10 +84,10 @@ class LabelIndex:
         return sorted(found, key=lambda x: x[2])
 
 
-_INDEXES: dict[int, tuple[Any, LabelIndex]] = {}
+_INDEXES: dict[int, tuple[LocalIndex | None, LabelIndex]] = {}
 
 
-def label_index(index: Any) -> LabelIndex:
+def label_index(index: LocalIndex | None) -> LabelIndex:
     """The label index of a local index (built once per index version: a new version is a new object)."""
     got = _INDEXES.get(id(index))
     if got is None or got[0] is not index:
@@ -89,7 +97,7 @@ def label_index(index: Any) -> LabelIndex:
     return got[1]
 
 
-def named_papers(question: str, index: Any, vocab: Any) -> list[str]:
+def named_papers(question: str, index: LocalIndex | None, vocab: Vocabulary) -> list[str]:
     """Ids of the indexed papers the question names, in the order it names them.
 
     A key shared by more than `FEW_PAPERS` papers, or made only of words many papers use, names none of them.
@@ -104,7 +112,7 @@ def named_papers(question: str, index: Any, vocab: Any) -> list[str]:
     for key, owners in by_key.items():
         if len(owners) > FEW_PAPERS:
             continue
-        words = re.findall(r"[A-Za-z0-9]{2,}", key)
+        words = ALNUM2_RE.findall(key)
         if words and n and min(vocab.paper_share(w) for w in words) * n > FEW_PAPERS:
             continue
         out += [p for p in owners if p not in out]

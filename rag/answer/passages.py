@@ -19,19 +19,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag.answer.evidence import Candidate
 from rag.corpus.sections import segments
 from rag.read.model import Reader, Reading
 from rag.read.passages import passage_text
 
+if TYPE_CHECKING:
+    from rag.answer.retrieve import PaperHit
+
 
 @dataclass
 class PassageRead:
     """One passage of one paper, the sentence candidates in it, and the reader's verdict (None: not read)."""
 
-    paper: Any  # rag.answer.retrieve.PaperHit
+    paper: PaperHit
     segment: int  # layout segment (paragraph) index; for an abstract, -1 - the sentence's index
     text: str
     context: str

@@ -13,7 +13,43 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.errors import QuestionError
-from rag.text import STOPWORDS, stem, terms
+from rag.text import (
+    ASKED_PREPOSITIONS,
+    AUX_WORDS,
+    COMPARATIVES,
+    COMPARISON_RE,
+    COUNT_WORDS,
+    FRAME_WORDS,
+    GENERIC_QUANTITY_NOUNS,
+    KIND_MEMBERS,
+    LETTERS_RE,
+    LOOKUP_NOUNS,
+    LOOKUP_RE,
+    METRIC_NOUNS,
+    NAME_NOUNS,
+    NUMERIC_AFTER_BY_WHAT,
+    NUMERIC_AFTER_HOW,
+    NUMERIC_AFTER_WHAT,
+    NUMERIC_AFTER_WHAT_IS_THE,
+    PART_NOUNS,
+    PASTED_ESCAPES_RE,
+    PHRASE_WORD_RE,
+    QUANTITY_NOUNS,
+    SINGULAR_QUANTITY_NOUNS,
+    SPECIFIC_TOKEN_RE,
+    STOPWORDS,
+    STRICT_NAME_NOUNS,
+    VERB_AUX,
+    WH_PHRASE_WORD_RE,
+    WH_WORDS,
+    WORD_APOS_RE,
+    WORD_END,
+    WORD_START,
+    collapse_whitespace,
+    one_of,
+    stem,
+    terms,
+)
 
 # Whether a token is the indexed collection's common vocabulary ("LLM" among NLP papers, "cells" among
 # biology ones): decided from the index's document frequencies (rag/evidence.Vocabulary.common), never from a
@@ -24,73 +60,32 @@ Common = Callable[[str], bool]
 def _never(_token: str) -> bool:
     return False
 
-# Words that frame a question rather than say what it is about.
-FRAME_WORDS = frozenset(stem(w) for w in """which what who whom whose how does do did is are was were any anyone
-    someone something there paper papers work works article study studies authors author propose proposes
-    proposed introduce introduces introduced present presents report reports reported claim claims name
-    named called call exactly tell know give gives mention mentions mentioned describe describes
-    list show shows find finds found get gets result results one ones deal deals dealing talk talks discuss
-    discusses cover covers address addresses tackle tackles focus focuses look looks""".split())
-LOOKUP_NOUNS = frozenset(stem(w) for w in "paper method approach work framework technique algorithm".split())
 
+# The word lists these patterns read are rag/text.py's lexicon (a comparison and a lookup are read there too).
 _MULTI_RE = re.compile(
     r"\b(which|what|list|all|any|are there)\b(?:(?!\b(?:paper|work|method|approach|abstract|study|one)\b).){0,20}"
     r"\b(papers|works|methods|abstracts|approaches|ones|studies)\b|"
     r"\bpapers (that|which|on|about|using|use|study|propose)\b|\bmore than one paper\b", re.I)
-_LOOKUP_RE = re.compile(
-    # "In which framework were the networks reproduced?": after a preposition the noun is where or with what
-    # something was done, not the paper that proposes it
-    r"(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bwith )(?<!\bunder )(?<!\bthrough )"
-    r"\b(which|what) (paper|work|method|approach|benchmark|framework|model|algorithm|study|one)\b|"
-    r"\bwho (propose|introduce|present|report|claim|show|find|found|use|study|argue|release|develop)|"
-    r"\bname of\b|\bis there (?:a |any )?(?:papers?|works?|methods?|benchmarks?)\b|\bany (paper|work) (on|about|that)|"
-    r"\bwhat('s| is) (it|the method|the benchmark|the paper) called\b|\bwhich abstract\b", re.I)
 _NUMERIC_RE = re.compile(
-    r"\bhow (many|much)\b|^\W*(?:[\w'-]+\W+){0,5}?how (large|big|fast|long|often|far|small|high|low|well)\b|\bby (how much|what (factor|margin|"
-    r"percent|percentage))\b|\bwhat (percent|percentage|fraction|share|proportion|number|speed-?up|accuracy|"
-    r"f1|score|win rate|latency|gain|improvement|reduction|rate|size|ratio|auroc|error|cost|budget|margin)\b|"
-    r"\bwhat('s| is| was) the (speed-?up|accuracy|f1|score|win rate|latency|gain|improvement|reduction|number|"
-    r"percentage|rate|size|ratio|auroc|error|margin|max|maximum|minimum)\b|\b(percent|percentage)\b", re.I)
+    r"\bhow (many|much)\b|^\W*(?:[\w'-]+\W+){0,5}?how (" + "|".join(NUMERIC_AFTER_HOW) + r")\b|"
+    r"\bby (how much|what (" + "|".join(NUMERIC_AFTER_BY_WHAT) + r"))\b|"
+    r"\bwhat (" + "|".join(NUMERIC_AFTER_WHAT) + r")\b|"
+    r"\bwhat('s| is| was) the (" + "|".join(NUMERIC_AFTER_WHAT_IS_THE) + r")\b|\b(percent|percentage)\b", re.I)
 _UNIT_AFTER_RE = re.compile(r"\bhow (?:many|much)\s+((?:[a-z][\w-]*\s*){1,2})", re.I)
 _WH_RE = re.compile(r"\b(what|which)(?:'s|\s+(?:is|are|was|were)\b)?\s+(.*)", re.I)
-VERB_AUX = frozenset("does do did is are was were has have had can could would will".split())
-AUX_WORDS = frozenset("""does do did is are was were has have had can could would will should may might
-    the a an of in on for to by with from at""".split())
-# Nouns after "what/which" that ask for a quantity, or for names.
-QUANTITY_NOUNS = frozenset(stem(w) for w in """percent percentage fraction share proportion number count
-    speedup speed-up accuracy score rate size ratio error cost budget margin latency gain
-    improvement reduction scale value amount length dimension temperature threshold coefficient""".split())
-# Of those, the ones that say only that a figure is asked ("the number of codewords"), never written beside it.
-GENERIC_QUANTITY_NOUNS = frozenset(stem(w) for w in """number count amount value total fraction share proportion
-    percent percentage""".split())
-# Evaluation metrics: "what WER / BLEU / AUROC does X reach" asks for the metric's value, though the metric is
-# written as an acronym (which would otherwise read as a kind of thing whose names are asked).
-METRIC_NOUNS = frozenset(stem(w) for w in """wer cer bleu rouge meteor chrf f1 auroc auc auprc map ndcg mrr psnr
-    ssim lpips fid mse rmse mae mape perplexity ppl eer""".split())
-# Asks for a value in the singular ("what discount factor"), for parts in the plural ("what factors").
-SINGULAR_QUANTITY_NOUNS = frozenset(stem(w) for w in "factor".split())
-NAME_NOUNS = frozenset(stem(w) for w in """benchmark benchmarks dataset datasets model models baseline
-    baselines backbone backbones task domain language checkpoint architecture tool metric optimizer encoder
-    decoder library toolkit hardware software accelerator""".split())
-# A kind of thing named by the kinds of thing that belong to it: a paper names its hardware as "64 V100 GPUs",
-# seldom as "hardware", and its software as "the Theano library". ("Framework" is left out: in a paper it is
-# mostly the method's own framework, "the StairNet framework", not software.)
-KIND_MEMBERS = {stem("hardware"): ("GPU", "TPU", "CPU", "accelerator"),
-                stem("software"): ("library", "toolkit", "package")}
-# Of those, the ones whose names are coined ("LIBERO", "Qwen3"): a task or a domain is named in ordinary words.
-STRICT_NAME_NOUNS = NAME_NOUNS - frozenset(stem(w) for w in "task domain language tool".split())
-# Nouns that ask for the parts of something: the answer lists them, in ordinary words.
-PART_NOUNS = frozenset(stem(w) for w in """component components part parts stage stages step steps factor factors
-    element elements dimension dimensions aspect aspects pillar pillars ingredient ingredients phase phases module
-    modules""".split())
-# "how much shorter", "how many more": the number's unit is then not in the question.
-COMPARATIVES = frozenset("""more less fewer better worse faster slower shorter longer higher lower larger smaller
-    greater bigger times time points max maximum minimum total overall exact exactly""".split())
-NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve dozen hundred
-    thousand million""".split())
+_HOW_MANY_RE = re.compile(r"how\s+(?:many|much)\b", re.I)
+_ASKING_WH_RE = re.compile(r"\b(?:what|which|who|whom|whose|why)\b", re.I)  # a wh-word before "how much" embeds it
+_WHAT_IS_A_RE = re.compile(r"^\W*(?:what|which)(?:'s|\s+(?:is|was))\s+(?:an?|the)\s", re.I)
+_KINDS_OF_RE = re.compile(r"^\W*(?:what|which)\s+(?:kinds?|types?|sorts?)\s+of\b", re.I)
+_ACRONYM_RE = re.compile(r"[A-Z]{2,}")
+_PLURAL_END_RE = re.compile(r"[^s]s$")
+_INFLECTED_END_RE = re.compile(r"(?:[^s]s|ed|ing)$")
+_WORD_CHAR_RE = re.compile(r"\w")
+_QUOTED_TERM_RE = re.compile(r"(?:^|(?<=\s))[\"“']([^\"”']{2,60})[\"”'](?=\s|[?.!,;:]|$)")  # "a quoted term"
 
 
-def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str | None, str]:
+def _wh_phrase(  # noqa: C901, PLR0911 - a decision list over the words after what/which, one return per reading
+        question: str, common: Common = _never) -> tuple[list[str], str | None, str]:
     """The noun phrase right after what/which, what it asks for ('number', 'names' or None), and its head noun
     as written (the kind of thing whose names or value are asked: "GPUs", "datasets", "rate").
 
@@ -102,7 +97,7 @@ def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str |
     if not m:
         return [], None, ""
     words: list[str] = []
-    tokens = re.findall(r"[\w'-]+", m.group(2))
+    tokens = WH_PHRASE_WORD_RE.findall(m.group(2))
     for i, w in enumerate(tokens[:4]):
         low = w.lower()
         if low in AUX_WORDS and not words:
@@ -120,7 +115,7 @@ def _wh_phrase(question: str, common: Common = _never) -> tuple[list[str], str |
             nxt = tokens[i + 1:i + 2]
             if nxt and stem(nxt[0].lower()) in NAME_NOUNS:
                 return [], "names", nxt[0]  # "which I2V backbones ...": a name-like modifier of a noun asking for names
-        if low in AUX_WORDS or low in STOPWORDS and low not in NUMBER_WORDS or any(c.isupper() for c in w[1:]):
+        if low in AUX_WORDS or low in STOPWORDS and low not in COUNT_WORDS or any(c.isupper() for c in w[1:]):
             break
         words.append(low)
         st = stem(low)
@@ -141,7 +136,7 @@ def _kind_acronym(w: str, nxt: list[str]) -> bool:
     """"what GPUs ...", "which GPU was ...": an acronym that is the whole asked noun (plural, or followed by the
     verb) names a kind of thing, however rare in the collection."""
     core = w[:-1] if w.endswith("s") else w
-    return bool(re.fullmatch(r"[A-Z]{2,}", core)) and (w != core or bool(nxt) and nxt[0].lower() in VERB_AUX)
+    return bool(_ACRONYM_RE.fullmatch(core)) and (w != core or bool(nxt) and nxt[0].lower() in VERB_AUX)
 
 
 def head_noun(phrase: str, counted: bool = True) -> str:
@@ -153,15 +148,15 @@ def head_noun(phrase: str, counted: bool = True) -> str:
     "data comes from ..." -> none)."""
     words: list[str] = []
     ended = False
-    for w in re.findall(r"[A-Za-z][\w'-]*|[?.!,;:]", phrase)[:4]:
+    for w in PHRASE_WORD_RE.findall(phrase)[:4]:
         low = w.lower()
         if not w[0].isalpha() or low in AUX_WORDS or low in STOPWORDS:
             ended = True
             break
-        if counted and re.search(r"[^s]s$", w) and len(w) > 2:
+        if counted and _PLURAL_END_RE.search(w) and len(w) > 2:
             return w
         words.append(w)
-    if counted or not ended or not words or any(re.search(r"(?:[^s]s|ed|ing)$", w.lower()) for w in words[1:]):
+    if counted or not ended or not words or any(_INFLECTED_END_RE.search(w.lower()) for w in words[1:]):
         return ""  # where the noun phrase ends is not shown
     return words[-1]
 
@@ -171,7 +166,7 @@ def kind_nouns(kind: str) -> tuple[str, ...]:
     return (kind, *KIND_MEMBERS.get(stem(kind.lower()), ()))
 
 
-_CAPITALS_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]+(?:s)?(?![\w-])")
+_CAPITALS_RE = re.compile(WORD_START + r"[A-Z][A-Z0-9]+(?:s)?" + WORD_END)
 
 
 def capitals(question: str) -> list[str]:
@@ -186,7 +181,7 @@ def capitals(question: str) -> list[str]:
 def kind_phrase(question: str, kind: str) -> list[str]:
     """The asked noun and the nouns written after it in its noun phrase ("software framework" for "In which software
     framework was it implemented?"): all of it the asked kind, none of it words the answer need repeat."""
-    m = re.search(r"(?<![\w-])" + re.escape(kind) + r"(?![\w-])((?:\s+[A-Za-z][\w-]*){0,2})", question) if kind else None
+    m = re.search(WORD_START + re.escape(kind) + WORD_END + r"((?:\s+[A-Za-z][\w-]*){0,2})", question) if kind else None
     if not m:
         return [kind] if kind else []
     out = [kind]
@@ -197,8 +192,8 @@ def kind_phrase(question: str, kind: str) -> list[str]:
     return out
 
 
-_FRONTED_RE = re.compile(r"^\W*(in|on|with|using|by|from|at|under|via|through)\s+(?:which|what)\b", re.I)
-_STRANDED_RE = re.compile(r"\b(in|on|with|using|by|from|at|under|via|through)\W*$", re.I)
+_FRONTED_RE = re.compile(r"^\W*(" + "|".join(ASKED_PREPOSITIONS) + r")\s+(?:which|what)\b", re.I)
+_STRANDED_RE = re.compile(r"\b(" + "|".join(ASKED_PREPOSITIONS) + r")\W*$", re.I)
 
 
 def asked_preposition(question: str) -> str:
@@ -214,8 +209,6 @@ def _field_acronym(w: str, common: Common) -> bool:
     return len(core) >= 2 and core.isupper() and (common(core) or common(w))
 
 
-_COMPARISON_RE = re.compile(r"\bcompar(?:e|es|ed|ing|ison)\b|\bdiffer(?:s|ence|ences)?\b|\bversus\b|\bvs\.?\s|"
-                            r"\bcontrast\b|\bhow (?:do|does) .+ and .+ (?:relate|compare)\b", re.I)
 _DEFINITION_RE = re.compile(r"\bstands? for\b|\bacronym\b|\bmeaning of\b|\bdefin(?:e|ition of)\b|"
                             r"^\W*(?:what|who)(?:'s|\s+(?:is|are|was|were))\s+(?:an?\s+|the\s+)?"
                             r"[\w'’\-–]+(?:\s+[\w'’\-–]+){0,2}\W*$", re.I)
@@ -226,8 +219,8 @@ _LIMITATION_RE = re.compile(r"\blimitations?\b|\blimits\b|\bweakness(?:es)?\b|\b
                             r"\bproblems? with\b|\bgoes wrong\b|\bwrong with\b|\bfail(?:s|ure|ures)?\b|"
                             r"\bfalls? short\b|\bunreliable\b|\bgaps? in\b|\binefficienc(?:y|ies)\b|"
                             r"\bunrealistic\b|\bmissing from\b", re.I)
-_WH_START_RE = re.compile(r"^\W*(?:which|what|who|whom|whose|how|why|when|where|is|are|does|do|did|can|could|"
-                          r"any|list|name|tell|give|show|find|compare)\b", re.I)
+_WH_START_RE = re.compile(r"^\W*" + one_of((*WH_WORDS, "is", "are", "does", "do", "did", "can", "could", "any", "list",
+                                             "name", "tell", "give", "show", "find", "compare")) + r"\b", re.I)
 
 
 def question_shape(question: str) -> str:
@@ -239,7 +232,7 @@ def question_shape(question: str) -> str:
     q = question.strip()
     if not q.endswith("?") and not _WH_START_RE.search(q) and len(q.split()) >= 4:
         return "claim"  # a statement ("X is higher in A compared to B") is verified, whatever words it uses
-    if _COMPARISON_RE.search(q):
+    if COMPARISON_RE.search(q):
         return "comparison"
     if _DEFINITION_RE.search(q):
         return "definition"
@@ -288,14 +281,14 @@ def _specific_part(part: str, mid_sentence: bool, common: Common = _never) -> bo
 def specific_tokens(question: str, common: Common = _never) -> list[str]:
     """Tokens that name something: inner capitals, digits, acronyms, or capitalised mid-sentence words."""
     out: list[str] = []
-    words = re.findall(r"[A-Za-z0-9][\w.\-+]*[\w+]|[A-Za-z0-9]", question)
+    words = SPECIFIC_TOKEN_RE.findall(question)
     for i, w in enumerate(words):
         low = w.lower()
         if stem(low) in FRAME_WORDS or low in STOPWORDS:
             continue
         if any(_specific_part(part, i > 0, common) for part in w.split("-")):
             out.append(w.strip(".-"))
-    for quoted in re.findall(r"(?:^|(?<=\s))[\"“']([^\"”']{2,60})[\"”'](?=\s|[?.!,;:]|$)", question):
+    for quoted in _QUOTED_TERM_RE.findall(question):
         out.append(quoted)
     return out
 
@@ -310,14 +303,14 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     common = common or _never
     q = question.strip()
     multi = is_list_question(q)
-    lookup = multi or bool(_LOOKUP_RE.search(q))
+    lookup = multi or bool(LOOKUP_RE.search(q))
     phrase, asks, head = _wh_phrase(q, common)
     numeric = _NUMERIC_RE.search(q)
-    embedded = numeric is not None and re.match(r"how\s+(?:many|much)\b", numeric.group(0), re.I) and \
-        re.search(r"\b(?:what|which|who|whom|whose|why)\b", q[:numeric.start()], re.I)
+    embedded = numeric is not None and _HOW_MANY_RE.match(numeric.group(0)) and \
+        _ASKING_WH_RE.search(q[:numeric.start()])
     # "what knob controls how much motion there is" asks for the knob: an embedded "how much" asks no figure.
     wants_number = bool(numeric and not embedded) or asks == "number"
-    if asks == "names" and re.match(r"^\W*(?:what|which)(?:'s|\s+(?:is|was))\s+(?:an?|the)\s", q, re.I):
+    if asks == "names" and _WHAT_IS_A_RE.match(q):
         asks = None  # "what is a Hamiltonian Causal Model?" asks what it is, not for names
     shape = question_shape(q)
     wants_names = asks == "names" and not wants_number and not multi and shape == "question"
@@ -330,7 +323,7 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     acronyms: list[str] = []
     if m and m.group(1).split()[0].lower() not in AUX_WORDS:  # "how much does X ..." names no unit
         units = {stem(t) for t in terms(m.group(1))} - FRAME_WORDS
-        acronyms = [w.rstrip("s") for w in re.findall(r"[A-Za-z]+", m.group(1))
+        acronyms = [w.rstrip("s") for w in LETTERS_RE.findall(m.group(1))
                     if len(w.rstrip("s")) >= 2 and w.rstrip("s").isupper()]
     elif asks == "number":
         units = {stem(t) for t in terms(" ".join(phrase))} - FRAME_WORDS
@@ -339,18 +332,18 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
     quantity: set[str] = set()
     if wants_number and asks == "number" and len(phrase) >= 2:
         # "what learning rate": a sentence with a figure and "learning" alone ("scikit-learn") states no learning rate
-        quantity = {stem(t) for w in phrase if w not in COMPARATIVES for t in re.split(r"-", w)
+        quantity = {stem(t) for w in phrase if w not in COMPARATIVES for t in w.split("-")
                     if len(t) > 1 and t not in STOPWORDS} - GENERIC_QUANTITY_NOUNS
     elif wants_number and m and m.group(1).split()[0].lower() not in AUX_WORDS:
         # "how much wall-clock computation time": the head noun of what is counted or measured
         counted = head_noun(q[m.start(1):], counted=m.group(0).lower().startswith("how many"))
         quantity = {stem(counted.lower())} if counted and counted.lower() not in COMPARATIVES - {"time"} else set()
-    attribute = {stem(w) for w in phrase if w not in NUMBER_WORDS} - NAME_NOUNS - FRAME_WORDS if wants_names \
+    attribute = {stem(w) for w in phrase if w not in COUNT_WORDS} - NAME_NOUNS - FRAME_WORDS if wants_names \
         else set()
-    words = {stem(t.lower()) for t in re.findall(r"[A-Za-z][\w'-]*", q)
+    words = {stem(t.lower()) for t in WORD_APOS_RE.findall(q)
              if t.lower() not in STOPWORDS and len(t) > 1} - FRAME_WORDS
     heads = {stem(w) for w in phrase}
-    if re.match(r"^\W*(?:what|which)\s+(?:kinds?|types?|sorts?)\s+of\b", q, re.I):
+    if _KINDS_OF_RE.match(q):
         wants_names = False  # "what kinds of tasks ..." asks for a description, not for names
     return QuestionInfo(text=q, multi=multi, words=words, lookup=lookup and not wants_number, wants_number=wants_number,
                         wants_names=wants_names, content=content, specific=specific_tokens(q, common), units=units,
@@ -360,22 +353,19 @@ def analyse(question: str, common: Common | None = None) -> QuestionInfo:
                         counts=bool(units and m and m.group(0).lower().startswith("how many")))
 
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
-
-
 def clean_question(question: str, max_chars: int) -> str:
     """Normalise a question; refuse empty or oversized ones with a message naming the problem."""
     if question is None:
         raise QuestionError("empty question: type a question about the papers")
-    text = _ANSI_RE.sub(" ", str(question))  # terminal colour codes pasted along with a question
+    text = PASTED_ESCAPES_RE.sub(" ", str(question))  # terminal colour codes pasted along with a question
     if not text.isprintable():  # printable text holds no control or format characters (category C)
         text = "".join(ch if unicodedata.category(ch)[0] != "C" or ch in "\n\t" else " " for ch in text)
-    text = re.sub(r"\s+", " ", text).strip()
+    text = collapse_whitespace(text)
     if not text:
         raise QuestionError("empty question: type a question about the papers")
     if len(text) > max_chars:
         raise QuestionError(f"question too long ({len(text):,} characters; the limit is {max_chars:,}): "
                             "ask about one thing at a time")
-    if not re.search(r"\w", text):
+    if not _WORD_CHAR_RE.search(text):
         raise QuestionError("the question has no words: type a question about the papers")
     return text

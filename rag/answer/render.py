@@ -7,13 +7,13 @@ import re
 from collections.abc import Iterator
 
 from rag import prompts
-from rag.answer.cite import CITATION_RE, CheckResult, SourceText, check_answer, cited_numbers, outside_quotes
+from rag.answer.cite import CheckResult, SourceText, check_answer, cited_numbers, outside_quotes
 from rag.answer.draft import Draft
 from rag.answer.lead import lead_for
 from rag.answer.retrieve import PaperHit, Retrieval
 from rag.corpus.references import citation_fields, paper_fields
 from rag.schema import Answer, Citation, Retrieved, StreamEvent
-from rag.text import sentences_of
+from rag.text import CITATION_RE, SINGLE_CITATION_RE, sentences_of
 
 
 def sources_for(papers: list[PaperHit]) -> list[SourceText]:
@@ -42,7 +42,7 @@ def _renumber_repair(repaired: str, mapping: dict[int, int], papers: list[PaperH
             return f"[{mapping[n]}]"
         return papers[n - 1].label if 0 < n <= len(papers) else m.group(0)
 
-    return re.sub(r"\[(\d+)\]", one, repaired)
+    return SINGLE_CITATION_RE.sub(one, repaired)
 
 
 def _best_sentence(paper: PaperHit) -> str:
@@ -71,8 +71,8 @@ def render_extractive(question: str, retrieval: Retrieval, draft: Draft, policy:
     n_of = {p.paper_id: i for i, p in enumerate(order, 1)}
     lines = []
     ranked = ([draft.best] if draft.best is not None else []) + [q for q in draft.quotes if q is not draft.best]
-    lead = lead_for(question, draft.intent, [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence)
-                                             for q in ranked], emphasis, draft.passages) if draft.intent is not None else None
+    lead_quotes = [(q.paper.paper_id, q.paper.label, q.paper.title, q.sentence) for q in ranked]
+    lead = lead_for(question, draft.intent, lead_quotes, emphasis, draft.passages) if draft.intent is not None else None
     verdict_only = lead is not None and not lead.span  # "No (not stated in the text)": it quotes nothing
     if lead is not None and not verdict_only:
         line = f"{lead.text} [{n_of[lead.paper_id]}]"

@@ -1,10 +1,10 @@
 """Hybrid retrieval: dense (Chroma) and BM25 over the same chunks, fused by reciprocal rank, grouped per paper.
 
 Queries go to the Chroma collection and the local index (rag/index/bm25.py, snapshot.py, versions.py: bm25s,
-chunk texts, vectors and paper records) directly. Through llama-index's VectorIndexRetriever and BM25Retriever the same two lookups took
-12.1 + 2.7 ms instead of 6.2 + 0.4 ms here, and importing llama-index adds ~2 s to every command's start;
-ingestion (IngestionPipeline, node parser, ChromaVectorStore) writes the chunks in llama-index's node format.
-A question costs one embedding, one Chroma query and one BM25 query; the rest is in memory.
+chunk texts, vectors and paper records) directly. Through llama-index's VectorIndexRetriever and BM25Retriever the
+same two lookups took 12.1 + 2.7 ms instead of 6.2 + 0.4 ms here, and importing llama-index adds ~2 s to every
+command's start; ingestion (IngestionPipeline, node parser, ChromaVectorStore) writes the chunks in llama-index's
+node format. A question costs one embedding, one Chroma query and one BM25 query; the rest is in memory.
 
 Each retrieved paper keeps its abstract and its candidate chunks with their cosine similarity to the question,
 because the answerer picks sentences and decides whether to abstain from those numbers.
@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rag.answer import fitted
 from rag.corpus.references import reference_line
@@ -36,7 +37,13 @@ from rag.index.versions import ensure_local_index
 from rag.settings import Settings
 from rag.text import stems
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from rag.index.paper_level import PaperLevel
+
 Mode = Literal["hybrid", "dense", "bm25"]
+Item = TypeVar("Item", bound=Hashable)  # what a ranked list ranks: chunk rows, paper ids
 # The paper rankings fused (see the module docstring), and which retrieval modes each belongs to.
 LISTS: dict[str, tuple[str, ...]] = {
     "chunks": ("hybrid", "dense", "bm25"), "dense_chunks": ("hybrid", "dense"), "bm25_chunks": ("hybrid", "bm25"),
@@ -130,14 +137,14 @@ class Retrieval:
     index: LocalIndex | None = None  # the index version this retrieval used (`complete` reads the same one)
 
 
-def reciprocal_rank_fusion(ranked_lists: list[list[str]], k: int) -> dict[str, float]:
+def reciprocal_rank_fusion(ranked_lists: Sequence[Sequence[Item]], k: int) -> dict[Item, float]:
     """RRF over ranked id lists (Cormack et al. 2009).
 
     Written here rather than using llama-index's QueryFusionRetriever because that class hard-codes k=60,
     overwrites each node's score (the dense cosine is needed later for abstention), and requires an LLM object
     even when it generates no extra queries.
     """
-    fused: dict[str, float] = {}
+    fused: dict[Item, float] = {}
     for ranked in ranked_lists:
         for rank, item in enumerate(ranked):
             fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank + 1)
@@ -165,7 +172,7 @@ class Signals:
     fused_rows: dict[int, float]  # chunk row -> chunk-level RRF score
     rankings: dict[str, list[str]]  # paper rankings, best first
     timings_ms: dict[str, float]
-    index: Any = None  # the local index version these came from (a question is answered from one version)
+    index: LocalIndex  # the local index version these came from (a question is answered from one version)
 
 
 def _where_papers(paper_ids: list[str]) -> dict[str, Any]:
@@ -235,8 +242,6 @@ class Retriever:
         """Run the lookups a question needs (one embedding, one Chroma query, the BM25 queries, the paper-vector
         scan) and rank papers in every active list; None when the index is empty. The fitting script calls this
         once per question and fuses the rankings with many candidate weights."""
-        import numpy as np
-
         mode = mode or self.settings.retrieval
         active = (fusion or self.fusion).active(mode)
         n = self.settings.candidates
@@ -253,27 +258,9 @@ class Retriever:
             return None
         chunk_lists: dict[str, list[int]] = {}
         cosine: dict[int, float] = {}
-        if mode in ("hybrid", "dense") and (self._changing or local.size <= self.settings.chunk_scan_limit):
-            # An ingest is writing the store: its vectors are not this index version's, so the dense search
-            # runs over the version's own vectors (exact, in memory) until the new version is loaded. A small
-            # index is scanned too: faster than Chroma's query there, and exact (HNSW's top 40 of the same 297
-            # chunks differed between processes: 1 run in 10 swapped two papers of a list answer).
+        if mode in ("hybrid", "dense"):
             t = time.perf_counter()
-            chunk_lists["dense_chunks"] = _dense_in_index(local, vector, n, paper_ids, cosine)
-            timings["dense_ms"] = (time.perf_counter() - t) * 1000
-        elif mode in ("hybrid", "dense"):
-            t = time.perf_counter()
-            try:
-                got = self.store.chunks.query(query_embeddings=[vector], n_results=n,
-                                              where=_where_papers(paper_ids) if paper_ids else None,
-                                              include=["distances"])
-            except Exception as e:  # a damaged vector index: say how to repair it, not Chroma's internals
-                raise damaged("store's vector index", e) from None
-            rows = [local.row_of[cid] for cid in got["ids"][0] if cid in local.row_of]
-            for cid, dist in zip(got["ids"][0], got["distances"][0]):
-                if cid in local.row_of:
-                    cosine[local.row_of[cid]] = 1.0 - float(dist)  # the collection uses the cosine space
-            chunk_lists["dense_chunks"] = rows
+            chunk_lists["dense_chunks"] = self._dense_rows(local, vector, n, paper_ids, cosine)
             timings["dense_ms"] = (time.perf_counter() - t) * 1000
         tokens: list[str] = []
         if mode in ("hybrid", "bm25"):
@@ -284,6 +271,41 @@ class Retriever:
 
         t = time.perf_counter()
         fused_rows = reciprocal_rank_fusion(list(chunk_lists.values()), self.settings.rrf_k)
+        rankings = self._rankings(local, active, chunk_lists, fused_rows, tokens, vector, max(n, k), paper_ids)
+        timings["papers_ms"] = (time.perf_counter() - t) * 1000
+        return Signals(vector, cosine, fused_rows, rankings, timings, index=local)
+
+    def _dense_rows(self, local: LocalIndex, vector: list[float], n: int, paper_ids: list[str] | None,
+                    cosine: dict[int, float]) -> list[int]:
+        """The dense chunk ranking (rows of the local index, best first); their cosines are put in `cosine`."""
+        if self._changing or local.size <= self.settings.chunk_scan_limit:
+            # An ingest is writing the store: its vectors are not this index version's, so the dense search
+            # runs over the version's own vectors (exact, in memory) until the new version is loaded. A small
+            # index is scanned too: faster than Chroma's query there, and exact (HNSW's top 40 of the same 297
+            # chunks differed between processes: 1 run in 10 swapped two papers of a list answer).
+            return _dense_in_index(local, vector, n, paper_ids, cosine)
+        query: list[Sequence[float] | Sequence[int]] = [vector]
+        try:
+            got = self.store.chunks.query(query_embeddings=query, n_results=n,
+                                          where=_where_papers(paper_ids) if paper_ids else None,
+                                          include=["distances"])
+        except Exception as e:  # a damaged vector index: say how to repair it, not Chroma's internals
+            raise damaged("store's vector index", e) from None
+        ids, distances = got["ids"][0], got["distances"]
+        assert distances is not None  # asked for by `include`
+        rows = [local.row_of[cid] for cid in ids if cid in local.row_of]
+        for cid, dist in zip(ids, distances[0]):
+            if cid in local.row_of:
+                cosine[local.row_of[cid]] = 1.0 - float(dist)  # the collection uses the cosine space
+        return rows
+
+    def _rankings(self, local: LocalIndex, active: dict[str, float], chunk_lists: dict[str, list[int]],
+                  fused_rows: dict[int, float], tokens: list[str], vector: list[float], n: int,
+                  paper_ids: list[str] | None) -> dict[str, list[str]]:
+        """Papers ranked in every active list: by their best fused chunk, by each chunk list, and (up to `n`) by the
+        paper-level lookups."""
+        import numpy as np
+
         rankings: dict[str, list[str]] = {}
         # A paper's chunk-level score is its best chunk's: on the dev questions, adding a share of its other
         # chunks lowered hit@1 (0.947 -> 0.842 at a 0.3 share), since long abstracts then win by length.
@@ -291,13 +313,12 @@ class Retriever:
         for row, score in fused_rows.items():
             pid = local.paper_ids[row]
             paper_scores[pid] = max(paper_scores.get(pid, 0.0), score)
-        rankings["chunks"] = sorted(paper_scores, key=paper_scores.get, reverse=True)
+        rankings["chunks"] = sorted(paper_scores, key=lambda p: paper_scores[p], reverse=True)
         for name, rows in chunk_lists.items():
             if name in active:
                 rankings[name] = list(dict.fromkeys(local.paper_ids[r] for r in rows))
         if "bm25_paper" in active or "bm25_title" in active or "dense_paper" in active:
-            level = local.papers_index
-            n = max(n, k)  # paper rankings alone can fill the k papers asked for
+            level = local.papers_index  # paper rankings alone can fill the k papers asked for (`n`)
             if "bm25_paper" in active:
                 rankings["bm25_paper"] = [p for p, _ in level.search(tokens, n, False, paper_ids)]
             if "bm25_title" in active:
@@ -312,15 +333,15 @@ class Retriever:
             # a claim often matches two sentences of the abstract that supports it.
             pool = list(dict.fromkeys(p for r in rankings.values() for p in r))
             rankings["dense_top2"] = _top2(local, pool, np.asarray(vector, dtype=np.float32))
-        timings["papers_ms"] = (time.perf_counter() - t) * 1000
-        return Signals(vector, cosine, fused_rows, rankings, timings, index=local)
+        return rankings
 
-    def _paper_query(self, level: Any, vector: list[float], n: int) -> list[str]:
+    def _paper_query(self, level: PaperLevel, vector: list[float], n: int) -> list[str]:
         """Papers closest by mean chunk vector from the store's paper collection (HNSW): the same unit-length
         means as the local index's, written with the version. At 51,830 papers a query took 2.3 ms against
         8.0 ms for the exact scan; at 5,183 the scan is faster (`paper_scan_limit`)."""
+        query: list[Sequence[float] | Sequence[int]] = [vector]
         try:
-            got = self.store.papers.query(query_embeddings=[vector], n_results=min(n, len(level.paper_ids)),
+            got = self.store.papers.query(query_embeddings=query, n_results=min(n, len(level.paper_ids)),
                                           include=["distances"])
         except Exception as e:  # a damaged vector index: say how to repair it, not Chroma's internals
             raise damaged("store's paper vector index", e) from None
@@ -353,7 +374,8 @@ class Retriever:
         t = time.perf_counter()
         active = fusion.active(mode)
         paper_scores = weighted_rrf(sig.rankings, active, fusion.k)
-        top = [pid for pid in sorted(paper_scores, key=paper_scores.get, reverse=True) if pid in local.papers][:k]
+        top = [pid for pid in sorted(paper_scores, key=lambda p: paper_scores[p], reverse=True)
+               if pid in local.papers][:k]
         top_set = set(top)
         q = np.asarray(sig.vector, dtype=np.float32)
         hits_by_id = {pid: _hit(local.papers[pid], paper_scores[pid]) for pid in top}
@@ -416,7 +438,7 @@ def _dense_in_index(local: LocalIndex, vector: list[float], n: int, paper_ids: l
     return out
 
 
-def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
+def _top2(local: LocalIndex, papers: list[str], q: NDArray[Any]) -> list[str]:
     """Papers ordered by the mean of their two highest chunk cosines (one chunk: that chunk's)."""
     import numpy as np
 
@@ -448,7 +470,7 @@ def _top2(local: Any, papers: list[str], q: Any) -> list[str]:
     return [kept[int(i)] for i in np.argsort(-score, kind="stable")]
 
 
-def _top_papers(level: Any, q: Any, n: int, paper_ids: list[str] | None) -> list[str]:
+def _top_papers(level: PaperLevel, q: NDArray[Any], n: int, paper_ids: list[str] | None) -> list[str]:
     """Papers whose mean chunk vector is closest to the question (an exact scan: one row per paper)."""
     import numpy as np
 

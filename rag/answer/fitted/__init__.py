@@ -1,7 +1,7 @@
 """Constants fitted by the scripts in eval/ (`eval/fit_evidence.py` writes evidence.json, `eval/fit_retrieval.py`
-writes retrieval.json, `eval/fit_grid.py` writes grid.json, `eval/fit_lookup.py` writes lookup.json, `eval/fit_answer.py` answer.json). They are
-package data: read through importlib.resources, so an installed wheel finds
-them; the fit scripts write them here, in the source tree."""
+writes retrieval.json, `eval/fit_grid.py` writes grid.json, `eval/fit_lookup.py` writes lookup.json,
+`eval/fit_answer.py` answer.json). They are package data: read through importlib.resources, so an installed wheel
+finds them; the fit scripts write them here, in the source tree."""
 
 from __future__ import annotations
 

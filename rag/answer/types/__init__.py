@@ -1,7 +1,7 @@
 """The answer types: what each kind of question (rag/answer/intent.py `Asks`) quotes, given the scored
 passages. A figure (number.py), names (names.py) and yes/no (yes_no.py: its verdict leads) have their own; every
-other kind quotes the passages as they rank (quotes.py). `answer` picks the type; rag/answer/extractive.py runs the checks every question gets
-(rag/answer/abstain.py) before it."""
+other kind quotes the passages as they rank (quotes.py). `answer` picks the type; rag/answer/extractive.py runs
+the checks every question gets (rag/answer/abstain.py) before it."""
 
 from __future__ import annotations
 

@@ -14,11 +14,20 @@ from rag.answer.draft import MAX_SENTENCES, Draft, Quote, as_written, full_text,
 from rag.answer.evidence import Candidate, Constants
 from rag.answer.intent import Intent, NumberAsk
 from rag.answer.lead import scored_number_span
-from rag.answer.question import QUANTITY_NOUNS
 from rag.answer.types.context import Context
 from rag.answer.types.named import each_named
 from rag.corpus.sections import section_of
-from rag.text import STOPWORDS, numbers, stem, stems
+from rag.text import (
+    MEASURE_UNITS,
+    QUANTITY_NOUNS,
+    STOPWORDS,
+    WORD_APOS_RE,
+    WORD_RE,
+    WORD_START,
+    numbers,
+    stem,
+    stems,
+)
 
 # Numbers that are not figures the sentence states: a citation ("(Kocetkov et al., 2022)", "[5,6,7]"), a list
 # marker opening the sentence ("1) Predefined spans: ..."), a pointer to a part of the paper ("Section 4",
@@ -37,14 +46,6 @@ _NOT_FIGURE_RE = re.compile(r"\((?:[^()]*?\bet al\.?|[A-Z][^()]*?)[, ]+(?:19|20)
                             r"|(?<![\w.])[A-Za-z]\w{0,2}(?:/[A-Za-z\d]+)?(?:\s*×\s*[\w/]+)+"
                             r"|(?<![\w.])\d+(?:\s*×\s*\d+)*\s*×\s*[A-Za-z]\w{0,2}(?![\w-])(?:\s*×\s*[\w/]+)*")
 
-# Words a measured quantity is stated with when its name is left out: "takes 3 hours" states a time.
-_MEASURE_UNITS = {stem(k): re.compile(v, re.I) for k, v in {
-    # (a decade, "the 1990s", is no time)
-    "time": r"(?<![\d.])(?!(?:1[5-9]|20)\d0s\b)\d+(?:[.,]\d+)?\s?(?:ms|s|sec|seconds?|min|minutes?|h|hrs?|hours?|days?|"
-            r"weeks?|GPU-hours?)\b",
-    "memory": r"\d\s?(?:[KMGT]i?B|bytes?)\b", "size": r"\d\s?(?:[KMGT]i?B|bytes?)\b",
-    "storage": r"\d\s?(?:[KMGT]i?B|bytes?)\b"}.items()}
-
 _CONTINUES_RE = re.compile(r"^\W*(?:This|These|It|Its|Such|The latter|The former)\b")
 _SIZE_RE = re.compile(r"\bhow (?:large|big)\b", re.I)
 _BYTES_RE = re.compile(r"\d\s?[KMGTP]i?B\b")
@@ -58,7 +59,7 @@ def states(sentence: str, quantity: Set[str], acronyms: Sequence[str] = ()) -> b
     bare = {w.rstrip("s") for w in have}
     spelled = {a.lower() for a in acronyms if spells_out(sentence, a)}
     return all(w in have or w.rstrip("s") in bare or w.rstrip("s") in spelled
-               or (w in _MEASURE_UNITS and _MEASURE_UNITS[w].search(sentence)) for w in quantity)
+               or (w in MEASURE_UNITS and MEASURE_UNITS[w].search(sentence)) for w in quantity)
 
 
 def counts(sentence: str, units: Set[str], acronyms: Sequence[str] = ()) -> bool:
@@ -78,8 +79,35 @@ def figures(sentence: str) -> frozenset[str]:
 def numeric(intent: Intent, cands: list[Candidate], focus_terms: set[str], c: Constants) -> Draft:
     """A number is asked for: only a sentence that gives one (for the thing asked about) can answer."""
     num = intent.number or NumberAsk(frozenset(), frozenset(), (), False)
-    with_numbers = [x for x in cands if figures(x.sentence)]
     asked = num.units or (intent.content - focus_terms)
+    with_numbers = _stating(cands, num, asked)
+    what = f"“{as_written(intent.text, num.units)}”" if num.units else "what was asked"
+    if not with_numbers:
+        return Draft([], no_figure(cands[0].paper, what))
+    best = with_numbers[0]
+    if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
+        return Draft([], no_figure(best.paper, what))
+    setting = asked_setting(intent.text) - focus_terms
+    if setting and not setting <= stems(best.sentence):
+        # "what latency on the conveyor-belt sorting task?": a figure stated for another setting does not answer.
+        own = [x for x in with_numbers if x.paper is best.paper and setting <= stems(x.sentence)]
+        if own:
+            best = own[0]
+        elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
+            return Draft([], no_figure(best.paper, f"“{as_written(intent.text, setting)}”"))
+    if num.units and full_text(best.paper):
+        best = _by_section(intent, num, focus_terms, best, with_numbers)
+    best = _of_paper(intent, num, asked, best, with_numbers, cands)
+    quotes = [Quote(best.paper, best.sentence)]
+    for x in with_numbers[:MAX_SENTENCES]:
+        if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
+            quotes.append(Quote(x.paper, x.sentence))
+    return Draft(quotes)
+
+
+def _stating(cands: list[Candidate], num: NumberAsk, asked: Set[str]) -> list[Candidate]:
+    """The sentences that state a figure for the asked quantity, best first."""
+    with_numbers = [x for x in cands if figures(x.sentence)]
     if asked:
         with_numbers = [x for x in with_numbers if asked & (stems(x.sentence) | stems(x.paper.label))
                         or any(spells_out(x.sentence, a) for a in num.acronyms)]
@@ -97,31 +125,27 @@ def numeric(intent: Intent, cands: list[Candidate], focus_terms: set[str], c: Co
         # its own clause ("25.9M parameters", "the number of parameters is 25.9M"); a sentence that mentions
         # parameters and gives "the other two factors" counts something else.
         with_numbers = [x for x in with_numbers if counts(x.sentence, num.units, num.acronyms)]
-    what = f"“{as_written(intent.text, num.units)}”" if num.units else "what was asked"
-    if not with_numbers:
-        return Draft([], no_figure(cands[0].paper, what))
-    best = with_numbers[0]
-    if best.prob < c.abstain_below and not (asked and asked <= stems(best.sentence)):
-        return Draft([], no_figure(best.paper, what))
-    setting = asked_setting(intent.text) - focus_terms
-    if setting and not setting <= stems(best.sentence):
-        # "what latency on the conveyor-belt sorting task?": a figure stated for another setting does not answer.
-        own = [x for x in with_numbers if x.paper is best.paper and setting <= stems(x.sentence)]
-        if own:
-            best = own[0]
-        elif any(setting <= stems(x.sentence) for x in cands if x.paper is best.paper):
-            return Draft([], no_figure(best.paper, f"“{as_written(intent.text, setting)}”"))
-    if num.units and full_text(best.paper):
-        # "How many GPUs were used to train the audio model?": in a full text the same count is often given for
-        # each experiment, in its own section ("3.1 Audio", "3.2 Vision"); the section heading holding more of
-        # the question's other words says which experiment's figure is asked (ties: the likeliest).
-        rest = intent.content - num.units - focus_terms - stems(best.paper.label) - stems(best.paper.title)
+    return with_numbers
 
-        def headed(x: Candidate) -> int:
-            return len(rest & stems(section_of(x.paper.text, x.paper.layout or "", x.sentence)))
 
-        top = max((x for x in with_numbers if x.paper is best.paper), key=headed)
-        best = top if headed(top) > headed(best) else best
+def _by_section(intent: Intent, num: NumberAsk, focus_terms: set[str], best: Candidate,
+                with_numbers: list[Candidate]) -> Candidate:
+    """"How many GPUs were used to train the audio model?": in a full text the same count is often given for each
+    experiment, in its own section ("3.1 Audio", "3.2 Vision"); the section heading holding more of the question's
+    other words says which experiment's figure is asked (ties: the likeliest)."""
+    rest = intent.content - num.units - focus_terms - stems(best.paper.label) - stems(best.paper.title)
+
+    def headed(x: Candidate) -> int:
+        return len(rest & stems(section_of(x.paper.text, x.paper.layout or "", x.sentence)))
+
+    top = max((x for x in with_numbers if x.paper is best.paper), key=headed)
+    return top if headed(top) > headed(best) else best
+
+
+def _of_paper(intent: Intent, num: NumberAsk, asked: Set[str], best: Candidate, with_numbers: list[Candidate],
+              cands: list[Candidate]) -> Candidate:
+    """Of the best paper's figures, the one asked: for "how large", a size in bytes where one is given; asked no
+    unit, the one whose sentence holds most of the question's other words; else the best."""
     sized = [x for x in with_numbers if x.paper is best.paper and _BYTES_RE.search(x.sentence)] \
         if _SIZE_RE.search(intent.text) else []
     if sized:
@@ -137,8 +161,8 @@ def numeric(intent: Intent, cands: list[Candidate], focus_terms: set[str], c: Co
                 text = before.get((x.paper.paper_id, x.index - 1), "") + " " + text
             return len(asked & stems(text))
 
-        best = max(sized, key=said)
-    elif not num.units:
+        return max(sized, key=said)
+    if not num.units:
         # Asked "how long does the calibration of X take?", the words that name the paper (its title's and
         # label's) say whose figure is asked, not which one: of the paper's figures, the one whose sentence
         # holds most of the question's other words answers it (ties: the likeliest).
@@ -151,12 +175,8 @@ def numeric(intent: Intent, cands: list[Candidate], focus_terms: set[str], c: Co
             pairs = {p for p in phrasing & word_pairs(x.sentence) if not set(p) <= whose}
             return len((asked - whose) & stems(x.sentence)), len(pairs)
 
-        best = max((x for x in with_numbers if x.paper is best.paper), key=told)
-    quotes = [Quote(best.paper, best.sentence)]
-    for x in with_numbers[:MAX_SENTENCES]:
-        if x is not best and x.paper is best.paper and x.prob >= c.second_sentence_at and len(quotes) < MAX_SENTENCES:
-            quotes.append(Quote(x.paper, x.sentence))
-    return Draft(quotes)
+        return max((x for x in with_numbers if x.paper is best.paper), key=told)
+    return best
 
 
 def word_pairs(text: str) -> set[tuple[str, str]]:
@@ -164,7 +184,7 @@ def word_pairs(text: str) -> set[tuple[str, str]]:
     (number, exampl)): how a text phrases what it says."""
     out: set[tuple[str, str]] = set()
     for clause in re.split(r"[,;:()\[\]?!]|[.](?:\s|$)", text):
-        words = [stem(w.lower()) for w in re.findall(r"[A-Za-z][\w'-]*", clause) if w.lower() not in STOPWORDS]
+        words = [stem(w.lower()) for w in WORD_APOS_RE.findall(clause) if w.lower() not in STOPWORDS]
         out |= set(zip(words, words[1:]))
     return out
 
@@ -172,7 +192,7 @@ def word_pairs(text: str) -> set[tuple[str, str]]:
 def label_continued(question: str, label: str) -> str:
     """The capitalised words the question writes right after the paper's label ("Guided Decoding" in "Lookback Lens
     Guided Decoding"): the name of one of the paper's methods, which says whose figure is asked, as the label does."""
-    m = re.search(r"(?<![\w-])" + re.escape(label) + r"((?:\s+[A-Z][\w-]*)+)", question) if label else None
+    m = re.search(WORD_START + re.escape(label) + r"((?:\s+[A-Z][\w-]*)+)", question) if label else None
     return m.group(1) if m else ""
 
 _SETTING_RE = re.compile(r"(?<=\w)\s+(?:on|under|during)\s+(?:the\s+|a\s+|an\s+)?([\w\-–.+]+(?:\s+[\w\-–.+]+){0,3})",
@@ -198,7 +218,7 @@ def spelled_out(sentence: str, acronym: str) -> list[list[str]]:
     """The runs of consecutive words of the sentence whose initials are the acronym's letters ("language
     models" for "LMs")."""
     letters = acronym.lower()
-    words = re.findall(r"[A-Za-z][\w-]*", sentence)
+    words = WORD_RE.findall(sentence)
     n = len(letters)
     return [words[i:i + n] for i in range(len(words) - n + 1)
             if "".join(w[0].lower() for w in words[i:i + n]) == letters]

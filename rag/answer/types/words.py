@@ -4,29 +4,20 @@ whether a sentence names a model, dataset or device, and the asked noun with its
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from rag.answer.evidence import Vocabulary
+from rag.answer.naming import FEW_PAPERS  # a name picks out its paper only if at most this many papers use it
 from rag.answer.question import kind_nouns
 from rag.answer.retrieve import PaperHit
 from rag.corpus.labels import initials_match, is_coined
-
-_NOT_ALNUM_RE = re.compile(r"[^a-z0-9]")
-
-
-@lru_cache(maxsize=4096)
-def norm(s: str) -> str:
-    """Lower-cased letters and digits only (cached: a paper's whole text is normalised for every term checked)."""
-    return _NOT_ALNUM_RE.sub("", s.lower())
-
-FEW_PAPERS = 3  # a name matched in a question picks out its paper only if at most this many papers use it
+from rag.text import ALNUM2_RE, LETTER_TOKEN_RE, TOKEN_RE, alnum, any_word
 
 
 def names_few(key: str, vocab: Vocabulary) -> bool:
     """Does a label matched in a question name its paper, rather than a topic many papers share? A topic
     label ("DNA damage") matched in a claim about DNA damage is not the claim naming that paper."""
     n = len(vocab.index.papers) if vocab.index is not None else 0
-    words = re.findall(r"[A-Za-z0-9]{2,}", key)
+    words = ALNUM2_RE.findall(key)
     if not n or not words:
         return True
     return min(vocab.paper_share(w) for w in words) * n <= FEW_PAPERS
@@ -36,8 +27,8 @@ def present(token: str, papers: list[PaperHit], cased: bool = False) -> bool:
     """Does any of the papers use the token (`cased`: as written, where it is written in capitals)?"""
     if cased:
         return any(cased_in(token, p.text) or cased_in(token, p.label) or cased_in(token, p.title) for p in papers)
-    t = norm(token)
-    return any(t and (t in norm(p.text) or t in norm(p.label) or t in norm(p.title)) for p in papers)
+    t = alnum(token)
+    return any(t and (t in alnum(p.text) or t in alnum(p.label) or t in alnum(p.title)) for p in papers)
 
 
 def cased_in(word: str, text: str) -> bool:
@@ -66,11 +57,11 @@ def names_something(sentence: str, label: str, vocab: Vocabulary, question: str 
     An acronym being defined ("Vision-Language Models (VLMs)") names a concept, and so does a term most of
     the collection's papers use.
     """
-    label_n = norm(label)
-    asked = {norm(w) for w in re.findall(r"[A-Za-z][\w.\-]*[\w]", question)}  # the question's own words
+    label_n = alnum(label)
+    asked = {alnum(w) for w in LETTER_TOKEN_RE.findall(question)}  # the question's own words
     sentence = drop_definitions(sentence)
-    for w in re.findall(r"[A-Za-z0-9][\w.\-]*[\w]", sentence)[1:]:
-        if norm(w) in (label_n, *asked):
+    for w in TOKEN_RE.findall(sentence)[1:]:
+        if alnum(w) in (label_n, *asked):
             continue
         # A model or device number ("V100", "A6000", "2080Ti") is a name however many papers use it: full texts
         # mention the same hardware and baselines, which makes them shared vocabulary by paper counts.
@@ -82,8 +73,8 @@ def names_something(sentence: str, label: str, vocab: Vocabulary, question: str 
 def noun_re(noun: str) -> re.Pattern[str]:
     """The asked noun in its singular or plural ("GPU", "GPUs"; "dataset", "datasets"), or a noun of what
     belongs to its kind ("hardware": "V100 GPUs", see `kind_nouns`)."""
-    cores = [n[:-1] if n.endswith("s") and len(n) > 3 else n for n in kind_nouns(noun)]
-    return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(c) for c in cores) + r")(?:s|es)?(?![\w-])", re.I)
+    cores = tuple(n[:-1] if n.endswith("s") and len(n) > 3 else n for n in kind_nouns(noun))
+    return any_word(cores, ending="(?:s|es)?", ignore_case=True)
 
 
 def has_noun(text: str, noun: str) -> bool:
