@@ -48,11 +48,14 @@ def missing_terms(ctx: Context) -> str | None:
 def reader_below(ctx: Context) -> str | None:
     """The reader finds no passage likely enough to answer (the threshold fitted on held-out folds,
     rag/answer/calibration.py). A yes/no question is answered instead: its verdict is "No (not stated in the
-    text)" (rag/answer/types/yes_no.py)."""
+    text)" (rag/answer/types/yes_no.py). Only where the best passage is a full text's paragraph: the threshold
+    was fitted on QASPER paragraphs, and an abstract's one-sentence passages score lower for the same evidence
+    (the sentence spelling out an acronym reads under it against "What does RSPO stand for?"); abstracts keep
+    the first stage's checks, fitted on abstracts (QUOTING)."""
     if ctx.intent.asks is Asks.YES_NO:
         return None
     read = [x for x in ctx.passages if x.reading is not None]
-    if read and read[0].probability < ctx.ac.abstain_below:
+    if read and read[0].segment >= 0 and read[0].probability < ctx.ac.abstain_below:
         return no_match(ctx.pool)
     return None
 

@@ -132,7 +132,9 @@ def _aspect_candidates(question: str, focus: list[PaperHit], names: dict[str, st
     RecMem, ...") rather than the ones about the asked aspect. None when nothing but the names is asked."""
     aspect = question
     for p in focus:
-        for name in {names.get(p.paper_id, ""), *label_keys(p.label)}:
+        # longest first, in a fixed order: "SLG" taken out before "SLG Search" would leave "Search" behind, and a
+        # set's order changes with PYTHONHASHSEED (answers differed run to run)
+        for name in sorted({names.get(p.paper_id, ""), *label_keys(p.label)}, key=lambda n: (-len(n), n)):
             if name:
                 aspect = whole_word(name, ignore_case=True).sub(" ", aspect)
     if not terms(aspect):
