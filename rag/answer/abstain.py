@@ -15,6 +15,7 @@ from rag import prompts
 from rag.answer.draft import full_text, no_match
 from rag.answer.evidence import Vocabulary
 from rag.answer.intent import Asks, Shape
+from rag.answer.passages import best_is_full_text
 from rag.answer.types.context import Context
 from rag.answer.types.words import present
 from rag.corpus.labels import mentions
@@ -29,10 +30,10 @@ def missing_terms(ctx: Context) -> str | None:
     """A question naming something no retrieved paper mentions is not answered by the nearest paper; when it
     names no paper, only a term the whole corpus never uses counts (a paraphrase may use other words). A long
     question whose other words find strong evidence is a paraphrase ("... when doing MCMC" for a
-    Metropolis-Hastings paper), not a question about something absent. A yes/no question is answered instead
-    ("No (not stated in the text)", rag/answer/types/yes_no.py)."""
+    Metropolis-Hastings paper), not a question about something absent. A yes/no question of a full text is
+    answered instead ("No (not stated in the text)", rag/answer/types/yes_no.py)."""
     intent, focus, pool, vocab = ctx.intent, ctx.focus, ctx.pool, ctx.vocab
-    if intent.asks is Asks.YES_NO:
+    if intent.asks is Asks.YES_NO and best_is_full_text(ctx.passages):
         return None
     missing = [t for t in intent.specific if not any(mentions(t, p.label) for p in focus) and not present(t, pool)
                and (focus or intent.shape is Shape.COMPARISON or
@@ -55,7 +56,7 @@ def reader_below(ctx: Context) -> str | None:
     if ctx.intent.asks is Asks.YES_NO:
         return None
     read = [x for x in ctx.passages if x.reading is not None]
-    if read and read[0].segment >= 0 and read[0].probability < ctx.ac.abstain_below:
+    if best_is_full_text(read) and read[0].probability < ctx.ac.abstain_below:
         return no_match(ctx.pool)
     return None
 

@@ -113,6 +113,14 @@ def read(question: str, cands: list[Candidate], reader: Reader | None, top_n: in
     return sorted(passages, key=lambda x: (x.reading is not None, x.probability, x.first), reverse=True)
 
 
+def best_is_full_text(passages: Sequence[PassageRead]) -> bool:
+    """Is the best read passage a full text's paragraph? The answer stage's reader thresholds (abstain_below,
+    yes_at) were fitted on QASPER paragraphs and apply there only: an abstract's one-sentence passages score
+    lower for the same evidence, and abstracts keep the first stage's checks, fitted on abstracts."""
+    read = [x for x in passages if x.reading is not None]
+    return bool(read) and read[0].segment >= 0
+
+
 @dataclass(frozen=True)
 class ReaderRun:
     """How an answer reads: the reader (None: off) and how many passages it reads per question."""

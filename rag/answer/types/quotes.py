@@ -8,6 +8,7 @@ from rag.answer import abstain
 from rag.answer.draft import MAX_SENTENCES, Draft, Quote, abstain_with
 from rag.answer.evidence import Candidate, Constants, defines, paper_probabilities
 from rag.answer.intent import Intent, Shape
+from rag.answer.passages import best_is_full_text
 from rag.answer.question import specific_tokens
 from rag.answer.retrieve import PaperHit
 from rag.answer.types.context import Context
@@ -79,8 +80,7 @@ def multi(intent: Intent, cands: list[Candidate], c: Constants) -> Draft:
 
 def read_full_text(ctx: Context) -> bool:
     """The answer's best passage is a full text's paragraph the reader read (its fitted threshold decides)."""
-    read = [x for x in ctx.passages if x.reading is not None]
-    return bool(read) and read[0].segment >= 0
+    return best_is_full_text(ctx.passages)
 
 
 def answer(ctx: Context, checked: bool = True) -> Draft:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answer.draft import Draft
-from rag.answer.passages import PassageRead
+from rag.answer.passages import PassageRead, best_is_full_text
 from rag.answer.types.context import Context
 from rag.answer.types.quotes import answer as quoted
 
@@ -23,9 +23,10 @@ MAX_CLAUSE_WORDS = 14
 
 
 def answer(ctx: Context) -> Draft:
-    """The best passages as they rank, without the quoting checks: where the text is weak on the asked thing the
-    verdict says so ("No (not stated in the text)") instead of abstaining."""
-    return quoted(ctx, checked=False)
+    """The best passages as they rank; of a full text without the quoting checks: where the text is weak on the
+    asked thing the verdict says so ("No (not stated in the text)") instead of abstaining. Abstracts keep the
+    checks (the verdict's threshold was fitted on full texts' paragraphs: rag/answer/passages.py)."""
+    return quoted(ctx, checked=not best_is_full_text(ctx.passages))
 
 
 def clause(sentence: str) -> str:
@@ -37,8 +38,9 @@ def clause(sentence: str) -> str:
 
 def verdict(paper_id: str, first_quote: str, passages: Sequence[PassageRead], yes_at: float
             ) -> tuple[str, str] | None:
-    """("Yes", clause) or ("No", "") from the lead paper's best read passage; None when none was read."""
+    """("Yes", clause) or ("No", "") from the lead paper's best read passage; None when none was read or it is
+    not a full text's paragraph (where `yes_at` was fitted)."""
     top = next((x for x in passages if x.reading is not None and x.paper.paper_id == paper_id), None)
-    if top is None:
+    if top is None or top.segment < 0:
         return None
     return ("Yes", clause(first_quote)) if top.probability >= yes_at else ("No", "")
