@@ -405,3 +405,19 @@ def test_settings_errors_redact_url_credentials() -> None:
     with pytest.raises(LLMConfigError) as e:
         check_llm_settings(s)
     assert "URLSECRET456" not in str(e.value) and "http://***@example.org/v1" in str(e.value)
+
+
+def test_a_url_password_and_an_api_key_together_are_refused_naming_both() -> None:
+    from rag.answer.llm import LLMConfigError, check_llm_settings
+    from rag.settings import load_settings
+
+    s = load_settings(_env_file=None, openai_base_url="http://admin:URLSECRET456@127.0.0.1:8080/v1",
+                      openai_api_key="sk-KEYSECRET789", answer_mode="llm")
+    with pytest.raises(LLMConfigError) as e:
+        check_llm_settings(s)
+    message = str(e.value)
+    assert "OPENAI_BASE_URL" in message and "OPENAI_API_KEY" in message
+    assert "URLSECRET456" not in message and "KEYSECRET789" not in message
+    local = load_settings(_env_file=None, openai_base_url="http://admin:URLSECRET456@127.0.0.1:8080/v1",
+                          answer_mode="llm")
+    check_llm_settings(local)  # the URL's credentials alone are sent as they are: accepted

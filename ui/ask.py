@@ -8,20 +8,19 @@ title) written through `esc`.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from rag.answer.cite import QUOTED_RE
 from rag.answer.question import clean_question
 from rag.errors import PapersError, QuestionError
 from rag.index.store import CatalogEntry
 from rag.schema import Answer, Citation, record
 from rag.service import Conversation, StreamView
 from rag.settings import Settings
+from rag.text import CITATION_RE, QUOTED_RE, citation_parts
 from ui.backend import Backend, Listener, friendly
 from ui.cards import paper_meta
 from ui.escape import esc, esc_plain
@@ -35,7 +34,6 @@ EXAMPLES = [
     "What speedup does CoRF report?",
 ]
 
-_CITE_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MARK = "\ue000"  # placeholder for a repaired-citation mark while a line is escaped
 
 
@@ -53,8 +51,8 @@ def _chips(line: str, turn: int, tips: dict[int, str], marks: list[str]) -> str:
     """A line of answer text, escaped, with every known [n] turned into a chip and repair marks put back."""
     out, last = [], 0
     quoted = [q.span() for q in QUOTED_RE.finditer(line)]  # a paper's own "[32]" inside a quote is its text
-    for m in _CITE_RE.finditer(line):
-        nums = [int(x) for x in m.group(1).split(",")]
+    for m in CITATION_RE.finditer(line):  # the citation check's own marker pattern
+        nums = [int(x) for x in citation_parts(m.group(1))]
         if not all(n in tips for n in nums) or any(a < m.start() < b for a, b in quoted):
             continue
         out.append(esc(line[last:m.start()]))

@@ -77,6 +77,11 @@ def check_llm_settings(settings: Settings) -> None:
         url = settings.openai_base_url
         if url and not urlparse(url).scheme.startswith("http"):
             raise LLMConfigError(f"OPENAI_BASE_URL must be an http(s) URL, got {redact(repr(url))}")
+        if url and urlparse(url).username and settings.openai_api_key:
+            # httpx sends the URL's user:password as the Authorization header, in place of the key's
+            raise LLMConfigError("OPENAI_BASE_URL holds a user:password and OPENAI_API_KEY is set: only one can be "
+                                 "sent (the key would be dropped); remove the user:password from the URL, or unset "
+                                 "the key")
         if not settings.openai_api_key and not is_local_url(url):
             raise LLMConfigError(f"OPENAI_API_KEY is required for the non-local endpoint "
                                  f"{redact(url or 'https://api.openai.com/v1')}")
