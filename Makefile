@@ -83,8 +83,8 @@ test: test-deps lint ## the linters, all tests (slow integration tests included)
 	  --qasper-data test-artifacts/qasper-data --out test-artifacts/qasper $(QASPER_GATES); \
 	else echo "QASPER gate skipped: $(QASPER) not found"; fi
 
-test-fast: test-deps lint
-	$(BIN)/python -m pytest -m "not slow"
+test-fast: test-deps lint ## lint, then the tests that need no model, index or server (about a minute)
+	$(BIN)/python -m pytest -m "not slow and not corpus"
 
 eval: ingest
 	$(BIN)/papers eval --mode extractive

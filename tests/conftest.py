@@ -212,3 +212,15 @@ def llm_answered(answer) -> bool:  # noqa: ANN001 - rag.schema.Answer
     if answer.raw_answer is None:
         return False
     return answer.mode == "llm" or answer.notice in (prompts.FALLBACK_UNTRACEABLE, prompts.FALLBACK_MODEL_ABSTAINED)
+
+
+# Fixtures that load the embedding model or index a corpus (directly or through the fixtures they use): a test
+# using any of them is marked `corpus`, and `make test-fast` leaves those out (rules, readers, scoring and
+# parsing on small inputs only).
+CORPUS_FIXTURES = {"embedder", "corpus_settings", "assistant", "llama_server"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if CORPUS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.corpus)
