@@ -71,14 +71,14 @@ lint: test-deps ## ruff (style and complexity bounds) and mypy over rag/ and ui/
 	$(BIN)/mypy
 
 QASPER := ../shared/qasper/qasper_dev.jsonl
-QASPER_GATES := --min-qasper-answer-f1 0.17 --min-qasper-evidence-f1 0.24 --max-qasper-false-abstain 0.08
+QASPER_GATES := --min-qasper-answer-f1 0.21 --min-qasper-evidence-f1 0.24 --max-qasper-false-abstain 0.08
 
 test: test-deps lint ## the linters, all tests (slow integration tests included), then the eval gate
 	$(BIN)/python -m pytest
 	$(BIN)/papers eval --mode extractive --out test-artifacts/eval $(EVAL_GATES)
 	@# QASPER: 30 papers of fold 0, which the shipped reader was trained without (the answer stage's four
 	@# constants were fitted on fold 0: their cross-fitted figures are in rag/answer/fitted/answer.json).
-	@# Measured 0.189 / 0.269 / 0.051; skipped where ../shared/qasper is not on the machine.
+	@# Measured 0.233 / 0.265 / 0.051; skipped where ../shared/qasper is not on the machine.
 	@if [ -f $(QASPER) ]; then $(BIN)/papers eval --qasper $(QASPER) --qasper-fold 0 --qasper-papers 30 \
 	  --qasper-data test-artifacts/qasper-data --out test-artifacts/qasper $(QASPER_GATES); \
 	else echo "QASPER gate skipped: $(QASPER) not found"; fi

@@ -363,17 +363,17 @@ def with_credentials(url: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["error", "rate_limit", "trickle"])
-def test_url_credentials_and_api_key_never_leak(corpus_settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_url_credentials_never_leak(corpus_settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 caplog: pytest.LogCaptureFixture, fault: str) -> None:
     caplog.set_level(logging.DEBUG)
     with FaultServer(fault, trickle_s=0.3, stall_s=30) as fs:
         url = with_credentials(fs.url)
-        settings = fault_settings(corpus_settings, fs, openai_base_url=url, openai_api_key=SecretStr(SECRET))
+        # URL credentials alone: with an API key as well the start is refused (test below), both cannot be sent
+        settings = fault_settings(corpus_settings, fs, openai_base_url=url)
         assistant = Assistant(settings)
         asked = assistant.ask(QUESTION)
         before, _, after, streamed = run_stream(assistant, QUESTION)
         monkeypatch.setenv("PAPERS_ENV_FILE", str(write_env(tmp_path / ".env", corpus_settings, url)))
-        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         runs = [cli("ask", QUESTION), cli("ask", "--json", QUESTION), cli("ask", "--stream", QUESTION)]
         requests = fs.requests
     # The premise: the URL's credentials were used (as HTTP basic auth) and the URL was logged.

@@ -66,3 +66,16 @@ def test_fit_reader_trains_a_reader_on_a_tiny_sample(tmp_path: Path) -> None:
     assert "bundled_untuned" in meta["held_out"] and "tuned" in meta["held_out"]
     reader = load_reader(str(out))
     assert reader is not None and len(reader.read("a question?", ["Context: a passage."])) == 1
+
+
+def test_a_passage_reads_the_same_alone_and_among_others() -> None:
+    """The int8 graph quantises activations per input tensor: batched passages would change each other."""
+    reader = load_reader()
+    assert reader is not None
+    question = "Which datasets are used for evaluation?"
+    target = passage_text("4 Experiments", "We evaluate on the PDTB 2.0 and the RST Discourse Treebank datasets.")
+    others = [passage_text(f"{i} Section", "A much longer paragraph about something else entirely, " * (i + 1))
+              for i in range(20)]
+    alone = load_reader.__wrapped__().read(question, [target])[0]  # a fresh reader: nothing cached
+    among = load_reader.__wrapped__().read(question, others + [target])[-1]
+    assert alone == among
