@@ -291,7 +291,9 @@ def _reader_lead(question: str, intent: Intent, quotes: list[tuple[str, str, str
     if found is None:
         return None
     word, shown = found
-    return Lead(f"{word}: {shown}", shown, quotes[0][0]) if shown else Lead(yes_no.NOT_STATED, "", quotes[0][0])
+    if shown:
+        return Lead(f"{word}: {shown}", shown, quotes[0][0])
+    return Lead("Yes" if word == "Yes" else yes_no.NOT_STATED, "", quotes[0][0])  # a verdict alone, then the quotes
 
 
 def _rule_lead(question: str, intent: Intent, quotes: list[tuple[str, str, str, str]],

@@ -38,3 +38,12 @@ def test_best_is_full_text(passages: list[PassageRead], full: bool) -> None:
 def test_the_verdict_is_given_for_full_texts_only(segment: int, score: float, expected: object) -> None:
     quote = "In all experiments, the model is trained on English data only."
     assert verdict("p1", quote, [passage(segment, 0.0, score)], yes_at=0.2) == expected
+
+
+@pytest.mark.parametrize(("sentence", "shown"), [
+    ("In all experiments, the model is trained on English data only.", "the model is trained on English data only"),
+    ("The best results are achieved with a classifier based on a neural network implemented with a "
+     "multi-layer perceptron.", ""),  # one clause: no fragment cut at a word count
+])
+def test_a_yes_shows_a_whole_clause_or_none(sentence: str, shown: str) -> None:
+    assert verdict("p1", sentence, [passage(2, 0.0, 0.9)], yes_at=0.2) == ("Yes", shown)

@@ -19,7 +19,6 @@ from rag.answer.types.context import Context
 from rag.answer.types.quotes import answer as quoted
 
 NOT_STATED = "No (not stated in the text)"
-MAX_CLAUSE_WORDS = 14
 
 
 def answer(ctx: Context) -> Draft:
@@ -30,10 +29,12 @@ def answer(ctx: Context) -> Draft:
 
 
 def clause(sentence: str) -> str:
-    """The sentence's longest clause (a part of it: the citation check reads it as a quoted part)."""
+    """The sentence's longest clause (a part of it: the citation check reads it as a quoted part); "" when the
+    sentence is one clause (the quote that follows says it; a sentence cut at a word count read as a fragment:
+    "... achieved with a classifier based on a")."""
     parts = [p.strip() for p in re.split(r"[,;:]\s", sentence.rstrip(".")) if p.strip()]
     best = max(parts, key=len, default="")
-    return best if best and best != sentence.rstrip(".") else " ".join(sentence.split()[:MAX_CLAUSE_WORDS])
+    return best if best != sentence.rstrip(".") else ""
 
 
 def verdict(paper_id: str, first_quote: str, passages: Sequence[PassageRead], yes_at: float
