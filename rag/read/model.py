@@ -30,11 +30,10 @@ from typing import Any
 FITTED = Path(__file__).resolve().parent / "fitted"
 MODEL_FILE = "reader.onnx"
 META_FILE = "reader.json"
-# One passage per run: the int8 graph quantises its activations with one scale per input tensor, so a passage
-# batched with others got another vector (cosine up to 0.023 apart), and an answer depended on what had been
-# read before it. Alone, each passage is read the same way every time, and faster here (214 ms for 24
-# paragraphs against 341 ms in batches of 16: no padding).
-BATCH = 1
+# One passage per run (`_encode`): the int8 graph quantises its activations with one scale per input tensor,
+# so a passage batched with others got another vector (cosine up to 0.023 apart), and an answer depended on
+# what had been read before it. Alone, each passage is read the same way every time, and faster here (214 ms
+# for 24 paragraphs against 341 ms in batches of 16: no padding).
 CACHE = 20_000  # passage vectors kept (384 floats each: about 30 MB)
 
 
@@ -101,23 +100,14 @@ class Reader:
             return np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
 
     def _encode(self, texts: list[str]) -> list[Any]:
+        """One run per text (see the note on one passage per run above): no padding, no batch to depend on."""
         import numpy as np
 
-        ids = [e.ids for e in self._tokenizer.encode_batch(texts)]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[Any] = [None] * len(texts)
-        for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
-            width = max(len(ids[i]) for i in rows)
-            input_ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros_like(input_ids)
-            for r, i in enumerate(rows):
-                input_ids[r, :len(ids[i])] = ids[i]
-                mask[r, :len(ids[i])] = 1
-            vecs = self._session.run(None, {"input_ids": input_ids, "attention_mask": mask,
-                                            "token_type_ids": np.zeros_like(input_ids)})[0]
-            for r, i in enumerate(rows):
-                out[i] = vecs[r]
+        out: list[Any] = []
+        for enc in self._tokenizer.encode_batch(texts):
+            ids = np.array([enc.ids], dtype=np.int64)
+            out.append(self._session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                                "token_type_ids": np.zeros_like(ids)})[0][0])
         return out
 
     def read(self, question: str, passages: Sequence[str]) -> list[Reading]:
