@@ -15,7 +15,9 @@ Each answer sentence is checked against the sources given for this question. Rul
    no words added to a quoted sentence that the sources do not carry ("<the sentence>, but the paper was later
    retracted"), no negation or "is false" framing the source sentence lacks (or a negation dropped), and no
    comparison turned around ("full attention uses fewer tokens than RecMem" from "RecMem uses fewer tokens than
-   full attention"). Cosine cannot tell a sentence from its negation (0.9 and more on these).
+   full attention"), and no figure of the source sentence replaced by another ("7 safety levels" from "3 safety
+   levels", though "7" appears elsewhere in the source). Cosine cannot tell a sentence from its negation (0.9
+   and more on these).
 A sentence failing any rule is marked (or dropped, by setting); an answer left with no supported sentence
 becomes the abstention. No second LLM call: the check is deterministic and takes milliseconds.
 
@@ -32,6 +34,7 @@ need two sources, stay unsupported. The check records what it changed (`Sentence
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -546,6 +549,24 @@ def swapped(clean: str, source: str) -> bool:
     return bool(a_after & s_before - s_after) and bool(a_before & s_after - s_before)
 
 
+def changed_figures(clean: str, source: str) -> list[str]:
+    """Figures the sentence puts where its source sentence has others, aligned word by word: "3 safety levels"
+    written "7 safety levels" and "pass@1" written "pass@3" (rule 3 lets both through when the new figure appears
+    elsewhere in the source, as "7" does in "7K-sample"). difflib aligns the two word sequences; only a
+    replaced stretch that holds a figure on both sides counts, so a paraphrase that drops or adds figures, or
+    spells "3" as "three", is not flagged here."""
+    said = [w.lower() for w in NUMBER_OR_WORD_RE.findall(clean)]
+    src = [w.lower() for w in NUMBER_OR_WORD_RE.findall(source)]
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=src, b=said, autojunk=False).get_opcodes():
+        if op != "replace":
+            continue
+        before, after = numbers(" ".join(src[i1:i2])), numbers(" ".join(said[j1:j2]))
+        if before and after - before:
+            out += sorted(after - before)
+    return out
+
+
 def _changes_quote(clean: str, quote: tuple[int, str], cited: list[SourceText]) -> str | None:
     """Rule 6 for a sentence that holds a source sentence word for word, or is a part of one: the words it adds
     must be the cited sources' own and its sense the source sentence's; a part must not start right after a
@@ -596,4 +617,7 @@ def sense_kept(clean: str, source: str) -> str | None:
         return "negates or denies what the cited sentence says"
     if swapped(clean, source):
         return "turns the cited sentence's comparison around"
+    figures = changed_figures(clean, source)
+    if figures:
+        return "changes a figure of the cited sentence: " + ", ".join(figures)
     return None

@@ -270,3 +270,19 @@ def test_a_swapped_comparison_is_seen(answer: str, source: str, turned: bool) ->
     from rag.answer.cite import swapped
 
     assert swapped(answer, source) is turned
+
+
+@pytest.mark.parametrize("answer, source, changed", [
+    ("It spans 7 safety levels.", "It spans 3 safety levels and a 7K-sample set.", ["7"]),
+    ("pass@3 improves by +3.1.", "pass@1 improves by +3.1.", ["3"]),
+    ("It 1) reads, 5) cuts.", "It 1) reads, 2) cuts.", ["5"]),
+    ("Alpha is 5.6x faster than Beta.", "Alpha is 5.6x faster than Beta.", []),
+    ("Alpha stays stable over three steps.", "Alpha stays stable over 3 steps.", []),  # spelled out: same value
+    ("Alpha stays stable over 1800 steps.", "Alpha stays stable over 1,800 steps.", []),
+    ("Alpha stays stable.", "Alpha stays stable over 1,800 steps.", []),               # a figure dropped
+    ("Alpha, with 4 layers, stays stable.", "Alpha stays stable.", []),                # added: rule 3's business
+])
+def test_a_changed_figure_is_seen(answer: str, source: str, changed: list[str]) -> None:
+    from rag.answer.cite import changed_figures
+
+    assert changed_figures(answer, source) == changed

@@ -1,5 +1,5 @@
 """The citation check on the perturbation set built from the seed abstracts (eval/perturbations.py): invented
-clauses, negations and swapped comparisons are never accepted; quotes, parts and rephrasings are."""
+clauses, negations, swapped comparisons and changed figures are never accepted; quotes, parts and rephrasings are."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_the_check_on_the_seed_perturbation_set(embedder: BaseEmbedding) -> None
     cases = seed_cases(random.Random(7))
     figures = measure(cases, embedder.get_text_embedding_batch)
     assert sum(f["cases"] for f in figures.values()) >= 200
-    for kind in ("clause", "negation", "swap"):
+    for kind in ("clause", "negation", "swap", "number"):
         assert figures[kind]["accepted"] == 0.0, (kind, figures[kind])
     for kind in ("quote", "part", "rephrased"):
         assert figures[kind]["accepted"] >= 0.95, (kind, figures[kind])
