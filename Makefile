@@ -89,8 +89,8 @@ test-fast: test-deps lint ## lint, then the tests that need no model, index or s
 eval: ingest
 	$(BIN)/papers eval --mode extractive
 
-soak: test-deps ## the full load test: 20 concurrent chat sessions against the UI
-	PAPERS_SOAK=1 $(BIN)/python -m pytest tests/test_load.py -s
+soak: test-deps ## load and memory: 30 clients (UI and /v1) for 2 + 10 minutes, then 100 MB unauthenticated bodies
+	$(BIN)/python benchmarks/soak.py --clients 30 --warmup 2 --minutes 10
 
 bench: test-deps
 	$(BIN)/python benchmarks/run_all.py --small

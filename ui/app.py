@@ -130,6 +130,9 @@ def launch(settings: Settings, prevent_thread_lock: bool = False) -> gr.Blocks:
         # A coroutine function: gradio awaits it (gradio/routes.py, `inspect.iscoroutinefunction(app.auth)`),
         # though its `auth` annotation names only plain functions.
         auth = cast("Callable[[str, str], bool]", LoginGuard(user, password).check)
+    from rag.frontends.memory import start_idle_release
+
+    start_idle_release()  # the sessions' freed memory goes back to the system when no one is asking
     demo.launch(server_name=settings.ui_host, server_port=settings.ui_port, auth=auth, css=CSS,
                 prevent_thread_lock=prevent_thread_lock, footer_links=["api"], quiet=True,
                 state_session_capacity=SESSIONS_KEPT,

@@ -363,7 +363,10 @@ def _sse(events: Iterator[StreamEvent], conversations: Conversations, conversati
 def run(settings: Settings, host: str | None = None, port: int | None = None) -> None:
     import uvicorn
 
+    from rag.frontends.memory import start_idle_release
+
     app = create_app(settings)
     app.state.holder.warm_up_in_background()
+    start_idle_release()
     uvicorn.run(app, host=host or settings.serve_host, port=port or settings.serve_port,
                 log_level="warning")
