@@ -194,24 +194,42 @@ def _load_unpaused(folder: Path) -> LocalIndex:
                       np.load(folder / VECTORS_FILE, mmap_mode="r"), papers, paper_level=level, word_stems=words)
 
 
+DIGEST_V2 = "v2:"  # digests of every file of the folder; older stores recorded TABLE_FILE and PAPERS_FILE only
+
+
 def index_digest(folder: Path) -> str:
-    """A digest of what a local index serves: its chunk texts and paper records (sha256, read in blocks)."""
+    """A digest of everything a local index serves: each file of its folder (chunk texts, paper records,
+    vectors, BM25 tables), with its path (sha256, read in blocks). Vectors count: a random vector in place of a
+    paper's answers other questions with it, though every text is intact."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        _hash_file(h, path)
+    return DIGEST_V2 + h.hexdigest()[:32]
+
+
+def _texts_digest(folder: Path) -> str:
+    """The digest stores recorded before DIGEST_V2: the chunk texts and paper records alone."""
     h = hashlib.sha256()
     for name in (TABLE_FILE, PAPERS_FILE):
-        with open(folder / name, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        _hash_file(h, folder / name)
     return h.hexdigest()[:32]
 
 
+def _hash_file(h: Any, path: Path) -> None:
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+
+
 def verified(folder: Path, store: Store) -> bool:
-    """The saved index is the one the store's last ingest published (its texts unedited); a store that recorded
-    no digest (written before digests were kept) trusts it."""
+    """The saved index is the one the store's last ingest published (no file of it edited); a store that
+    recorded no digest (written before digests were kept) trusts it."""
     recorded = store.index_digest
     if not recorded:
         return True
     try:
-        return index_digest(folder) == recorded
+        return (index_digest(folder) if recorded.startswith(DIGEST_V2) else _texts_digest(folder)) == recorded
     except OSError:
         return False
 

@@ -405,3 +405,35 @@ def test_idf_counts_the_chunks_holding_each_word() -> None:
                 for w in words}
     assert index.idf(words) == pytest.approx(expected, rel=1e-12)
     assert index.idf(["zzzunseen"])["zzzunseen"] > max(v for w, v in expected.items() if w != "zzzunseen")
+
+
+@pytest.mark.parametrize("edit", ["vectors", "paper vectors", "bm25"])
+def test_a_local_index_with_edited_vectors_or_tables_is_rebuilt_not_served(tmp_path: Path, tiny_corpus: Path,
+                                                                           counting_embedder, edit: str) -> None:
+    """Texts intact, a paper's vectors replaced by random unit vectors (or a BM25 table changed): still a valid
+    index that would answer other questions with that paper, so it is rebuilt from the store."""
+    import numpy as np
+
+    from rag.index.versions import PAPER_VECTORS_FILE, VECTORS_FILE, ensure_local_index, index_dir
+
+    s = make_settings(tmp_path / "data")
+    ingest(s, [tiny_corpus], embedder=counting_embedder, progress=False)
+    store = Store.open(s)
+    folder = index_dir(s, store.version)
+    if edit == "bm25":
+        target = next(p for p in sorted(folder.glob("*.npy")) if p.name not in (VECTORS_FILE, PAPER_VECTORS_FILE))
+    else:
+        target = folder / (VECTORS_FILE if edit == "vectors" else PAPER_VECTORS_FILE)
+    original = np.load(target)
+    edited = np.array(original, copy=True)
+    if edit == "bm25":
+        edited[0] = edited[0] + 1
+    else:
+        noise = np.random.default_rng(0).normal(size=edited[0].shape).astype(edited.dtype)
+        edited[0] = noise / np.linalg.norm(noise)
+    target.unlink()  # a new file: the saved one may be hard-linked from another version
+    np.save(target, edited)
+    index = ensure_local_index(s, store)
+    assert index is not None
+    rebuilt = np.load(target)  # from the store's vectors (equal to float precision) and tables
+    assert np.allclose(rebuilt, original, atol=1e-6) and not np.allclose(rebuilt, edited, atol=1e-3)
