@@ -10,10 +10,13 @@ size limit is checked on the opened file before reading, then enforced by the re
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rag.corpus.references import reference_line
 from rag.errors import PapersError
@@ -152,3 +155,58 @@ def read_text(path: Path, max_bytes: int) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise CorpusError(f"not valid UTF-8 text (bad byte 0x{data[e.start]:02x} at offset {e.start})") from None
+
+
+_LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def load_json(text: str, report: FileReport, where: str) -> Any:
+    """JSON text parsed as json.loads does (raising its JSONDecodeError), lone UTF-16 surrogates replaced.
+
+    `"\\udfff"` is valid JSON, and json.loads gives a str holding a lone surrogate, which no UTF-8 encoder takes:
+    hashing it, embedding it or storing it would fail and stop the whole ingest. Every reader that takes text
+    from JSON parses it here, so each such surrogate becomes U+FFFD, with one warning per record naming the file
+    and the record (`where`, and `[i]` for each item of a top-level array). A pair (an emoji written
+    `\\ud83d\\ude00`) is decoded whole by json.loads and kept."""
+    data = json.loads(text)
+    if not _SURROGATE_ESCAPE_RE.search(text):  # no \\uD800-\\uDFFF escape: no surrogate can be in `data`
+        return data
+    if isinstance(data, list):  # an array of records: each is named by its place
+        return [_without_surrogates(item, report, f"{where}[{i}]") for i, item in enumerate(data, 1)]
+    return _without_surrogates(data, report, where)
+
+
+def _without_surrogates(data: Any, report: FileReport, where: str) -> Any:
+    fixed, n = _replace_surrogates(data)
+    if n:
+        report.warnings.append(f"{where}: {n} string{'s' * (n != 1)} with a lone UTF-16 surrogate (a "
+                               "\\uD800-\\uDFFF escape not in a pair); each replaced with U+FFFD")
+    return fixed
+
+
+def _replace_surrogates(data: Any) -> tuple[Any, int]:
+    """`data` with its lone surrogates replaced by U+FFFD (lists and dicts changed in place), and how many strings
+    held one. An explicit stack, not recursion: JSON may nest as deep as json.loads allows."""
+    count = 0
+    stack: list[Any] = []
+
+    def fix(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, str) and _LONE_SURROGATE_RE.search(v):
+            count += 1
+            return _LONE_SURROGATE_RE.sub("\ufffd", v)
+        if isinstance(v, (list, dict)):
+            stack.append(v)
+        return v
+
+    root = fix(data)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            node[:] = [fix(v) for v in node]
+        else:
+            items = [(fix(k), fix(v)) for k, v in node.items()]
+            node.clear()
+            node.update(items)
+    return root, count

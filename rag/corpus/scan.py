@@ -24,7 +24,7 @@ from rag.corpus import readers
 from rag.corpus.labels import extract_label
 from rag.corpus.readers import markdown
 from rag.corpus.readers.common import BIBLIO_FIELDS, entry_name
-from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, read_text
+from rag.corpus.records import CorpusError, FileReport, Paper, check_regular, display_path, load_json, read_text
 from rag.text import clean_markup, stable_id
 
 # BibTeX, RIS and PDF (and CSL-JSON among .json files) are read by rag/corpus/readers/.
@@ -35,8 +35,9 @@ _ID_RE = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_ID_CHARS}}}")  # a blank id is r
 MIN_ABSTRACT_CHARS = 40
 
 
-def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
-    """Expand directories into the supported files under them, sorted; report paths that do not exist."""
+def discover(paths: list[Path]) -> tuple[list[Path], list[str], list[FileReport]]:
+    """Expand directories into the supported files under them, sorted; report paths that do not exist, and
+    files that cannot be resolved (a symlink loop) as failed reports, so their indexed papers are kept."""
     files: list[Path] = []
     problems: list[str] = []
     for p in paths:
@@ -45,22 +46,36 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 files.extend(Path(root) / n for n in sorted(names)
                              if not n.startswith(".") and n.lower().endswith(SUPPORTED_SUFFIXES))
-        elif p.exists():
+        elif p.exists() or _loops(p):  # a symlink loop is told below as one, not as a missing path
             files.append(p)
         else:
             problems.append(f"{p}: no such file or directory")
     seen: set[Path] = set()
-    unique = []
+    unique: list[Path] = []
+    unresolved: list[FileReport] = []
     for f in files:
         try:
             r = f.resolve()
         except (RuntimeError, OSError) as e:  # a symlink loop ("Symlink loop from ..."), a dangling chain
-            problems.append(f"{display_path(f)}: cannot be read ({e}); skipped")
+            source = display_path(f)
+            unresolved.append(FileReport(path=f, source=source, failed=True,
+                                         problems=[f"{source}: cannot be read ({e}); skipped"]))
             continue
         if r not in seen:
             seen.add(r)
             unique.append(f)
-    return unique, problems
+    return unique, problems, unresolved
+
+
+def _loops(p: Path) -> bool:
+    """A path that is a symlink loop (`exists()` says False for it, as for a missing file)."""
+    try:
+        p.resolve(strict=True)
+    except FileNotFoundError:
+        return False
+    except (RuntimeError, OSError):
+        return True
+    return False
 
 
 LabelLookup = Callable[[str, str], "str | None"]
@@ -77,15 +92,18 @@ def read_file(path: Path, max_bytes: int, max_abstract_chars: int,
     try:
         return _read_file(report, path, max_bytes, max_abstract_chars, known_label)
     except MemoryError:  # one file too big for this machine must not stop the whole ingest
-        report.papers.clear()
-        report.failed = True
-        report.problems.append(f"{report.source}: out of memory while reading it; skipped")
-        return report
+        return _failed(report, "out of memory while reading it")
     except RecursionError:  # JSON or markup nested thousands deep
-        report.papers.clear()
-        report.failed = True
-        report.problems.append(f"{report.source}: nested too deeply to read; skipped")
-        return report
+        return _failed(report, "nested too deeply to read")
+    except UnicodeError as e:  # text no UTF-8 encoder takes (JSON's lone surrogates are replaced before this)
+        return _failed(report, f"holds text that is not valid Unicode ({getattr(e, 'reason', e)})")
+
+
+def _failed(report: FileReport, reason: str) -> FileReport:
+    report.papers.clear()
+    report.failed = True
+    report.problems.append(f"{report.source}: {reason}; skipped")
+    return report
 
 
 def _read_file(report: FileReport, path: Path, max_bytes: int, max_abstract_chars: int,
@@ -185,7 +203,7 @@ def _parse_jsonl(text: str, report: FileReport) -> list[tuple[int, dict]]:
             continue
         where = f"{report.source}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = load_json(line, report, where)
         except json.JSONDecodeError as e:
             report.problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
             report.bad_positions.add(lineno)
@@ -200,7 +218,7 @@ def _parse_jsonl(text: str, report: FileReport) -> list[tuple[int, dict]]:
 
 def _parse_json_array(text: str, report: FileReport) -> list[tuple[int, dict]]:
     try:
-        data = json.loads(text)
+        data = load_json(text, report, report.source)
     except json.JSONDecodeError as e:
         raise CorpusError(f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     if isinstance(data, dict):
@@ -271,19 +289,35 @@ def _title_key(title: str) -> str:
     return " ".join(re.findall(r"\w+", "".join(c for c in folded if not unicodedata.combining(c))))
 
 
-def _first_author(p: Paper) -> str:
-    """The first author's family name, folded like titles ("" when the input gave no authors)."""
+def _first_author(p: Paper) -> list[str]:
+    """The first author's name as written ("Given Family"), folded like titles, as words ([] when none given)."""
     first = re.split(r"\s*(?:,|;|\band\b)\s*", p.authors.strip())[0] if p.authors.strip() else ""
-    return _title_key(first.split()[-1]) if first.split() else ""
+    return _title_key(first).split()
+
+
+def _same_person(a: list[str], b: list[str]) -> bool:
+    """Two first authors are one person when the family names agree and so do the given names, word by word,
+    an initial matching a name it begins ("B. Silva" is "Beatriz Silva", as two exports of one paper write it;
+    "Wei Wang" is not "Jun Wang"). A family name alone matches nobody's full name but its own."""
+    if not a or not b or a[-1] != b[-1] or (len(a) == 1) != (len(b) == 1):
+        return False
+    return all(x == y or (len(x) == 1 and y.startswith(x)) or (len(y) == 1 and x.startswith(y))
+               for x, y in zip(a[:-1], b[:-1]))
+
+
+def _agree(a: str, b: str) -> bool:
+    """Two values of a field agree unless both are given and differ."""
+    return not (a and b and a != b)
 
 
 class _SamePaper:
     """The papers read so far by DOI and by normalised title, to tell when another file has the same paper.
 
     Same DOI (case-insensitive) is the same paper. A title alone never is ("Summary", "Editorial" and
-    "Corresponding Author:" head many papers): the same title is the same paper when the first author's family
-    name agrees too, and neither the DOI nor the year disagrees (a reprint, an erratum, a chapter sharing a
-    book's title). `twin` finds a same-titled paper that is not the same, to say both were kept.
+    "Corresponding Author:" head many papers): the same title is the same paper when the first author agrees too
+    (the full name, not only the family name: many papers share a surname) and neither the DOI, the year nor the
+    venue disagrees (a reprint, an erratum, a chapter sharing a book's title, an editorial in another journal).
+    `twin` finds a same-titled paper that is not the same, to say both were kept.
     """
 
     def __init__(self) -> None:
@@ -294,9 +328,9 @@ class _SamePaper:
         if p.doi and p.doi.lower() in self.by_doi:
             return self.by_doi[p.doi.lower()], f"same DOI ({p.doi}) as"
         for q in self.by_title.get(_title_key(p.title), []) if p.title else []:
-            if not (p.doi and q.doi and p.doi.lower() != q.doi.lower()) and not (p.year and q.year
-                                                                                  and p.year != q.year) \
-                    and _first_author(p) and _first_author(p) == _first_author(q):
+            if _agree(p.doi.lower(), q.doi.lower()) and _agree(p.year, q.year) \
+                    and _agree(_title_key(p.venue), _title_key(q.venue)) \
+                    and _same_person(_first_author(p), _first_author(q)):
                 return q, "same title and first author as"
         return None
 
@@ -316,17 +350,22 @@ def _named(p: Paper) -> str:
     return f"{p.source}#{p.position}" + (f" ({name})" if name else "")
 
 
+IndexedHere = Callable[[Paper], bool]
+
+
 def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
-         known_label: LabelLookup | None = None) -> CorpusScan:
+         known_label: LabelLookup | None = None, indexed_here: IndexedHere | None = None) -> CorpusScan:
     """Read every supported file under `paths`; the same paper appearing twice is kept once and reported.
 
-    The same abstract text or id is kept once. The same paper by DOI or title (a Zotero export and a Better
-    BibTeX export of one library, or a paper in two collections) is skipped the second time, with a note naming
-    both places; a PDF's full text and a reference entry of the same paper are both kept (one gives the text,
-    the other the abstract and metadata), with a note.
+    The same abstract text or id is kept once: the first read, unless `indexed_here(paper)` says the index holds
+    that id from this paper's own file (see `_yield_id`). The same paper by DOI or title (a Zotero export and a
+    Better BibTeX export of one library, or a paper in two collections) is skipped the second time, with a note
+    naming both places; a PDF's full text and a reference entry of the same paper are both kept (one gives the
+    text, the other the abstract and metadata), with a note.
     """
-    files, problems = discover(paths)
-    reports = [read_file(f, max_bytes, max_abstract_chars, known_label) for f in files]
+    files, problems, reports = discover(paths)
+    reports += [read_file(f, max_bytes, max_abstract_chars, known_label) for f in files]
+    owners = _id_owners(reports, indexed_here)
     papers: list[Paper] = []
     by_id: dict[str, Paper] = {}
     by_hash: dict[str, Paper] = {}
@@ -335,6 +374,8 @@ def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
     for rep in reports:
         problems.extend(rep.problems)
         for p in rep.papers:
+            if _yield_id(p, owners, problems, duplicates):
+                continue
             first = by_hash.get(p.content_hash) or by_id.get(p.paper_id)
             if first is not None:
                 what = "same text as" if first.content_hash == p.content_hash else "same id as"
@@ -358,3 +399,32 @@ def scan(paths: list[Path], max_bytes: int, max_abstract_chars: int,
             papers.append(p)
     warnings = [w for rep in reports for w in rep.warnings]
     return CorpusScan(papers=papers, files=reports, problems=problems, warnings=warnings, duplicates=duplicates)
+
+
+def _id_owners(reports: list[FileReport], indexed_here: IndexedHere | None) -> dict[str, Paper]:
+    """For each id the index holds from a file read now, the paper read for it there (the first in that file)."""
+    owners: dict[str, Paper] = {}
+    if indexed_here is None:
+        return owners
+    for p in (p for rep in reports for p in rep.papers):
+        if p.paper_id not in owners and indexed_here(p):
+            owners[p.paper_id] = p
+    return owners
+
+
+def _yield_id(p: Paper, owners: dict[str, Paper], problems: list[str], duplicates: list[str]) -> bool:
+    """Whether `p` gives way to the paper indexed under its id from another file, and is reported.
+
+    An id names one paper: the one indexed keeps it, else a new file whose name sorts first would silently
+    replace it (scan order decides only between papers none of which is indexed, and within one file). A copy
+    of the indexed text is a duplicate; another text with that id is a problem, not indexed."""
+    owner = owners.get(p.paper_id, p)
+    if owner is p or owner.source == p.source:
+        return False
+    if owner.content_hash == p.content_hash:
+        duplicates.append(f"{p.source}#{p.position}: same text as {owner.source}#{owner.position} "
+                          f"({p.paper_id}); kept once")
+    else:
+        problems.append(f"{p.source}#{p.position}: id {p.paper_id!r} is already used by another paper "
+                        f"({owner.source}#{owner.position}, {owner.label}); not indexed: give it its own id")
+    return True

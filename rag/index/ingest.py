@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -127,12 +128,22 @@ def make_splitter(settings: Settings) -> WholeSentenceChunker:
 
 
 def _source_key(path: str) -> str:
-    """Where a file really is: sources are compared by resolved absolute path."""
-    return str(Path(path).resolve())
+    """Where a file really is: sources are compared by resolved absolute path. A path that cannot be resolved
+    (a symlink loop, which the scan reports as one line) is taken as written: it must not stop the ingest."""
+    try:
+        return str(Path(path).resolve())
+    except (RuntimeError, OSError):
+        return os.path.abspath(path)
 
 
 def _under(key: str, roots: list[str]) -> bool:
     return any(key == r or key.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _indexed_from(old: CatalogEntry | None, new: Paper) -> bool:
+    """The index holds the paper's id from the file the paper was read from now: on an id read twice, this paper
+    keeps it (see rag/corpus/scan.py `_yield_id`)."""
+    return old is not None and old.source_key == _source_key(new.source)
 
 
 def _id_taken(old: CatalogEntry, new: Paper, roots: list[str]) -> bool:
@@ -306,7 +317,8 @@ def _scan(settings: Settings, store: Store, paths: list[Path], catalog: dict[str
     labels = {(e.content_hash, e.title): e.label for e in catalog.values() if e.chunking == chunking}
     t = time.perf_counter()
     found = scan(paths, int(settings.max_file_mb * 2**20), settings.max_abstract_chars,
-                 known_label=lambda content_hash, title: labels.get((content_hash, title)))
+                 known_label=lambda content_hash, title: labels.get((content_hash, title)),
+                 indexed_here=lambda p: _indexed_from(catalog.get(p.paper_id), p))
     report.phases["scan_s"] = time.perf_counter() - t
     report.problems, report.warnings, report.duplicates = found.problems, found.warnings, found.duplicates
     excluded = removed_papers(settings, store)

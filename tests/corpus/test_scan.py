@@ -181,3 +181,70 @@ def test_hostile_files_get_one_line_each_and_the_good_ones_are_read(tmp_path: Pa
     problems = "\n".join(found.problems)
     assert "a.txt: cannot be read (Symlink loop" in problems and "deep.json: nested too deeply to read" in problems
     assert "ids.jsonl:2: id 'bad\\x1bid' is not a usable id" in problems
+
+
+EDITORIALS = """@article{{wang2020a,
+ title={{Editorial}}, author={{{first}}}, year={{2020}}, journal={{{venue}}},
+ abstract={{This editorial introduces the special issue on soft robotics. Twelve papers cover grippers.}}
+}}
+@article{{wang2020b,
+ title={{Editorial}}, author={{Wang, Jun}}, year={{2020}}, journal={{Journal of Chemistry}},
+ abstract={{This editorial reviews the year in catalysis research. Eight papers report new zeolite catalysts.}}
+}}
+"""
+
+
+@pytest.mark.parametrize("first,venue,same", [
+    ("Wang, Wei and Li, Na", "Journal of Robotics", False),  # same surname, other first name, other journal
+    ("Wang, Wei", "Journal of Chemistry", False),  # same surname and journal, other first name
+    ("Wang, Jun", "Journal of Robotics", False),  # same first author, other journal
+    ("WANG, Jún", "Journal of  chemistry.", True),  # case, accents, punctuation and spacing aside: one paper
+    ("Wang, J.", "Journal of Chemistry", True),  # an initial for the given name, as another export writes it
+])
+def test_a_title_match_needs_the_same_first_author_and_venue(tmp_path: Path, first: str, venue: str,
+                                                             same: bool) -> None:
+    (tmp_path / "editorials.bib").write_text(EDITORIALS.format(first=first, venue=venue), encoding="utf-8")
+    found = scan([tmp_path], LIMIT, 20_000)
+    (note,) = found.duplicates
+    assert len(found.papers) == (1 if same else 2)
+    assert note.endswith("skipped, the first is indexed" if same else "both kept (a title alone does not make "
+                                                                        "them one paper)")
+
+
+@pytest.mark.parametrize("name,content,where", [
+    ("s.jsonl", '{"abstract": "We propose SurrNet, a lone surrogate \\udfff in it. SurrNet improves recall."}\n',
+     "s.jsonl:1"),
+    ("s.json", '[{"abstract": "We propose SurrNet, a lone surrogate \\ud800 in it. SurrNet improves recall."}]',
+     "s.json[1]"),
+    ("csl.json", '[{"type": "article-journal", "title": "T \\udfff", "issued": {"date-parts": [[2020]]}, '
+                 '"abstract": "We propose SurrNet, a lone surrogate \\udfff in it. SurrNet improves recall."}]',
+     "csl.json[1]"),
+])
+def test_a_lone_surrogate_in_json_is_replaced_with_a_warning(tmp_path: Path, name: str, content: str,
+                                                              where: str) -> None:
+    """`\\udfff` is valid JSON but no UTF-8 text: it is read as U+FFFD, the file and record named."""
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    write_jsonl(tmp_path / "good.jsonl", [{"abstract": ABSTRACT}])
+    found = scan([tmp_path], LIMIT, 20_000)
+    assert len(found.papers) == 2 and not found.problems
+    surr = next(p for p in found.papers if "SurrNet" in p.text)
+    assert "surrogate \ufffd in it" in surr.text and (surr.title + surr.text).encode("utf-8")
+    (warning,) = found.warnings
+    assert f"/{where}: " in warning and "surrogate" in warning and "U+FFFD" in warning
+
+
+def test_an_emoji_written_as_a_surrogate_pair_is_kept(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "e.jsonl", [{"abstract": ABSTRACT + " \U0001F600"}])  # json.dumps writes \ud83d\ude00
+    assert "\\ud83d" in (tmp_path / "e.jsonl").read_text()
+    rep = read(tmp_path / "e.jsonl")
+    assert rep.papers[0].text.endswith("\U0001F600") and not rep.warnings
+
+
+def test_a_symlink_loop_named_as_a_path_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "selfloop").symlink_to("selfloop")
+    good = write_jsonl(tmp_path / "good.jsonl", [{"abstract": ABSTRACT}])
+    found = scan([good, tmp_path / "selfloop"], LIMIT, 20_000)
+    assert len(found.papers) == 1
+    (problem,) = found.problems
+    assert problem.startswith("selfloop: cannot be read (Symlink loop") or "/selfloop: cannot be read" in problem
+    assert [r.failed for r in found.files if r.path.name == "selfloop"] == [True]  # its indexed papers are kept

@@ -327,3 +327,46 @@ def test_an_edited_local_index_is_rebuilt_from_the_store_not_served(tmp_path: Pa
     table.write_text(json.dumps(data))
     index = ensure_local_index(s, store)
     assert index is not None and index.texts[0] == original
+
+
+def test_a_newcomer_with_an_indexed_id_never_takes_it_whatever_the_scan_order(tmp_path: Path,
+                                                                               counting_embedder) -> None:
+    """The paper indexed under an explicit id keeps it; another file's paper with that id, read first (its name
+    sorts first in the folder), is reported and not indexed."""
+    settings = make_settings(tmp_path / "data")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    write_jsonl(folder / "z_first.jsonl", [{"id": "paper-X", "title": "Original", "abstract": ABSTRACTS[0]}])
+    ingest(settings, [folder], embedder=counting_embedder, progress=False)
+    write_jsonl(folder / "a_impostor.jsonl", [{"id": "paper-X", "title": "Impostor", "abstract": ABSTRACTS[1]}])
+    report = ingest(settings, [folder], embedder=counting_embedder, progress=False)
+    assert not report.reembedded and not report.added and report.unchanged == 1
+    (problem,) = report.problems
+    assert problem.startswith("folder/a_impostor.jsonl#1: id 'paper-X' is already used by") or \
+        "a_impostor.jsonl#1: id 'paper-X' is already used by" in problem
+    assert "z_first.jsonl#1" in problem and "not indexed" in problem
+    kept = Store.open(settings).get_papers(["paper-X"])["paper-X"]
+    assert kept.source.endswith("z_first.jsonl") and kept.title == "Original"
+
+
+def test_one_unreadable_path_is_one_line_and_the_others_are_ingested(tmp_path: Path, counting_embedder) -> None:
+    """A symlink loop named as a path and a JSON record with a lone surrogate: neither stops the ingest."""
+    settings = make_settings(tmp_path / "data")
+    good = write_jsonl(tmp_path / "good.jsonl", [{"abstract": ABSTRACTS[0]}])
+    (tmp_path / "selfloop").symlink_to("selfloop")
+    surrogate = tmp_path / "surrogate.jsonl"
+    surrogate.write_text('{"abstract": "' + ABSTRACTS[1].replace("chemistry", "\\udfff") + '"}\n', encoding="utf-8")
+    report = ingest(settings, [good, tmp_path / "selfloop", surrogate], embedder=counting_embedder,
+                    progress=False)
+    assert len(report.added) == 2 and report.total_papers == 2
+    (problem,) = report.problems
+    assert "selfloop: cannot be read (Symlink loop" in problem
+    assert any(w.startswith(f"{report_source(surrogate)}:1: ") for w in report.warnings)
+    texts = [e.text for e in catalog(settings).values()]
+    assert any("\ufffd" in t for t in texts)
+
+
+def report_source(path: Path) -> str:
+    from rag.corpus.records import display_path
+
+    return display_path(path)

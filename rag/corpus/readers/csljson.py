@@ -24,7 +24,7 @@ from rag.corpus.readers.common import (
     verbatim,
     year_of,
 )
-from rag.corpus.records import CorpusError, FileReport
+from rag.corpus.records import CorpusError, FileReport, load_json
 
 # CSL item types -> the BibTeX entry types references are exported as.
 KINDS = {"article-journal": "article", "paper-conference": "inproceedings", "chapter": "incollection",
@@ -69,7 +69,7 @@ def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict
 
     text = read_text(path, max_bytes)
     try:
-        data = json.loads(text)
+        data = load_json(text, report, report.source)
     except json.JSONDecodeError as e:
         raise CorpusError(f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     if not isinstance(data, list):

@@ -55,39 +55,57 @@ def _month(entry: dict) -> str:
 _TAG_RE = re.compile(r"^([A-Z][A-Z0-9])  -")
 
 
-def close_records(text: str) -> tuple[str, int]:
-    """The text with an `ER  - ` line before each `TY  - ` that opens a reference while the one before it was
-    never ended (rispy would merge the two, the second's abstract lost), and how many were added."""
+def close_records(text: str) -> tuple[str, list[int], int]:
+    """The text with an `ER  - ` line ending each reference that has none: before a `TY  - ` that opens the next
+    one (rispy would merge the two, the second's abstract lost) and at the end of the file (rispy would drop the
+    last reference unread). Also the references (numbered from 1) ended before the next, and the one ended at the
+    end of the file (0 if none)."""
     out: list[str] = []
-    open_record, added = False, 0
+    open_record, count, before_next = False, 0, []
     for line in text.split("\n"):
         m = _TAG_RE.match(line)
         tag = m.group(1) if m else ""
         if tag == "TY":
             if open_record:
                 out.append("ER  - ")
-                added += 1
-            open_record = True
+                before_next.append(count)
+            open_record, count = True, count + 1
         elif tag == "ER":
             open_record = False
         out.append(line)
-    return "\n".join(out), added
+    if open_record:
+        out.append("ER  - ")
+    return "\n".join(out), before_next, count if open_record else 0
+
+
+def _warn_unended(report: FileReport, entries: list[dict], before_next: list[int], at_end: int) -> None:
+    """One warning for references ended where the next begins, one for the last ended at the end of the file."""
+    def named(i: int) -> str:
+        ref = entries[i - 1] if i <= len(entries) else {}
+        name = entry_name(clean_field(ref.get("id")), _first(ref, "title", "primary_title", "translated_title"))
+        return f"{report.source}#{i}" + (f" ({name})" if name else "")
+
+    n = len(before_next)
+    if n:
+        report.warnings.append(f"{report.source}: {n} reference{'s' * (n != 1)} without an 'ER  - ' end line; each "
+                               f"was ended where the next reference begins: {', '.join(map(named, before_next))}")
+    if at_end:
+        report.warnings.append(f"{named(at_end)}: the last reference has no 'ER  - ' end line; it was read up to "
+                               "the end of the file")
 
 
 def read(path: Path, max_bytes: int, report: FileReport) -> list[tuple[int, dict]]:
     """References with an abstract (AB/N2) become records; others are reported by title."""
     import rispy
 
-    text, added = close_records(read_text(path, max_bytes).replace("\r\n", "\n"))
-    if added:
-        report.warnings.append(f"{report.source}: {added} reference{'s' * (added != 1)} without an 'ER  - ' end "
-                               "line; each was ended where the next reference begins")
+    text, before_next, at_end = close_records(read_text(path, max_bytes).replace("\r\n", "\n"))
     try:
         entries = rispy.loads(text)
     except Exception as e:  # rispy raises IOError/ValueError/KeyError with its own wording
         raise CorpusError(f"not a readable RIS file ({type(e).__name__}: {e})") from None
     if not entries:
         raise CorpusError("no RIS references found (each starts with 'TY  - ')")
+    _warn_unended(report, entries, before_next, at_end)
     records = []
     missing = []
     for i, ref in enumerate(entries, 1):

@@ -67,3 +67,23 @@ def test_a_reference_without_an_end_line_is_not_merged_into_the_next(tmp_path: P
     records = ris.read(tmp_path / "two.ris", 2**20, report)
     assert [r["title"] for _, r in records] == ["First Paper", "Second Paper"]
     assert "1 reference without an 'ER  - ' end line" in report.warnings[0]
+    assert "two.ris#1 ('First Paper')" in report.warnings[0]
+
+
+def test_a_last_reference_without_an_end_line_is_kept_with_a_warning(tmp_path: Path) -> None:
+    text = ("TY  - JOUR\nTI  - Tail one\nAB  - The first abstract, long enough to be indexed as a paper.\nER  - \n"
+            "TY  - JOUR\nTI  - Tail two\nAB  - The second abstract, long enough to be indexed as well.\n")
+    (tmp_path / "tail.ris").write_text(text)
+    rep = read_file(tmp_path / "tail.ris", 2**20, 20_000)
+    assert [p.title for p in rep.papers] == ["Tail one", "Tail two"] and not rep.problems
+    (warning,) = rep.warnings
+    assert "tail.ris#2 ('Tail two')" in warning and "end of the file" in warning
+
+
+def test_a_single_reference_without_an_end_line_is_read(tmp_path: Path) -> None:
+    text = "TY  - JOUR\nTI  - Only record\nAU  - Solo, Sam\nAB  - We propose SoloNet, the only record, no ER.\n\n"
+    (tmp_path / "single.ris").write_text(text)
+    rep = read_file(tmp_path / "single.ris", 2**20, 20_000)
+    (solo,) = rep.papers
+    assert solo.title == "Only record" and solo.authors == "Sam Solo" and not rep.problems
+    assert "single.ris#1 ('Only record')" in rep.warnings[0]
