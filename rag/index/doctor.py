@@ -4,15 +4,31 @@ Each problem is one line saying what is wrong and the command that fixes it. `re
 re-embedding: orphan chunks are deleted, a damaged vector index is rebuilt from the vectors kept in the local
 index, a missing, damaged or stale local index is rebuilt from the store, and papers whose chunks disagree
 with the catalog are marked so that the next `papers ingest` re-embeds them.
+
+Vector index files that would crash the process reading them (rag/index/probe.py) are found by a child process
+before anything else is read, and are then the only finding: nothing else can be read safely. Their repair
+sets them aside (Chroma then starts the index afresh from its log) and rebuilds it from the local index.
 """
 
 from __future__ import annotations
 
+import shutil
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from rag.index.probe import vector_segment_dirs
 from rag.index.snapshot import build_local_index
-from rag.index.store import GET_BATCH, Store, StoreError, as_embeddings
+from rag.index.store import (
+    GET_BATCH,
+    HNSW_CONFIGURATION,
+    Store,
+    StoreError,
+    as_embeddings,
+    collection_names,
+    vector_files_damage,
+    vector_files_fix,
+)
 from rag.index.versions import index_dir, load_index, publish_full_index
 from rag.settings import Settings
 
@@ -24,6 +40,7 @@ class Finding:
     problem: str
     fix: str
     repairable: bool = False
+    kind: str = ""  # VECTOR_FILES for files that must be set aside before the store can be read
 
     def line(self) -> str:
         return f"problem: {self.problem} — fix: {self.fix}"
@@ -39,6 +56,7 @@ class Checkup:
 REPAIR = "`papers doctor --repair`"
 INGEST = "`papers ingest`"
 REBUILD = "`papers ingest --rebuild`"
+VECTOR_FILES = "vector files"
 
 
 def _read_all(collection: Any, include: list[str]) -> dict[str, list[Any]]:
@@ -55,9 +73,15 @@ def _read_all(collection: Any, include: list[str]) -> dict[str, list[Any]]:
 def diagnose(settings: Settings) -> Checkup:
     """Every check; nothing is changed."""
     try:
-        store = Store.open(settings)
+        store = Store.open(settings, probe=False)  # reads the collections' metadata only, never their vectors
     except StoreError as e:
         return Checkup([Finding(str(e), REBUILD if "unreadable" in str(e) else INGEST)], "store not usable")
+    damage = vector_files_damage(settings)
+    if damage:
+        fix = vector_files_fix(settings, store.version)
+        return Checkup([Finding(f"the store's vector index files are damaged ({damage})", fix,
+                                fix.startswith(REPAIR), VECTOR_FILES)],
+                       f"version {store.version[:12] or '-'}, not read further", store)
     try:
         return _diagnose(settings, store)
     except BaseException as e:  # a damaged database raises anything, Rust panics (BaseException) included
@@ -145,6 +169,9 @@ def repair(settings: Settings, checkup: Checkup) -> list[str]:
         return []
     done: list[str] = []
     problems = " ".join(f.problem for f in checkup.findings)
+    if any(f.kind == VECTOR_FILES for f in checkup.findings):
+        done.append(_set_aside(settings))
+        store = Store.open(settings, probe=False)
     if "vector index" in problems:
         done += _rebuild_vectors(settings, store)
         store.check_vectors(full=True)
@@ -163,6 +190,24 @@ def repair(settings: Settings, checkup: Checkup) -> list[str]:
         publish_full_index(settings, store, store.version)
         done.append("rebuilt the local index from the store")
     return done
+
+
+def _set_aside(settings: Settings) -> str:
+    """Move the collections' vector index directories out of the store (kept beside it): Chroma then rebuilds
+    them from what its log still holds, and the records can be read again to be re-indexed."""
+    from chromadb.api.client import SharedSystemClient
+
+    try:
+        folders = vector_segment_dirs(settings.chroma_dir, collection_names(settings))
+    except Exception as e:  # Chroma's own tables, read directly: another layout is refused, not guessed at
+        raise StoreError(f"cannot find the vector index files in {settings.chroma_dir} ({e}): run {REBUILD}"
+                         ) from None
+    aside = settings.data_dir / f"chroma.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside.mkdir(parents=True, exist_ok=True)
+    for folder in folders:
+        shutil.move(str(folder), str(aside / folder.name))
+    SharedSystemClient.clear_system_cache()  # the next client opens the store without them
+    return f"set the damaged vector index files aside in {aside}"
 
 
 def _rebuild_vectors(settings: Settings, store: Store) -> list[str]:
@@ -208,7 +253,7 @@ def _recreate(store: Store, which: str, records: dict[str, list[Any]], vectors: 
     old = getattr(store, which)
     name, metadata = old.name, dict(old.metadata or {})
     store.client.delete_collection(name)
-    new = store.client.create_collection(name, metadata=metadata or None, configuration={"hnsw": {"space": "cosine"}})
+    new = store.client.create_collection(name, metadata=metadata or None, configuration=HNSW_CONFIGURATION)
     for i in range(0, len(records["ids"]), 1000):
         new.add(ids=records["ids"][i:i + 1000], documents=records["documents"][i:i + 1000],
                 metadatas=records["metadatas"][i:i + 1000],

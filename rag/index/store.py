@@ -18,6 +18,9 @@ The embedded store is for one process at a time while it is written: readers hol
 `data_dir/.store.lock`, an ingest an exclusive one, so an ingest never runs under a serving UI (or the other
 way round) and is refused with a message instead. Ingests on one data dir also exclude each other
 (`.ingest.lock`), with a Chroma server too.
+
+Damaged vector index files can crash Chroma's native code, not just make it raise: an embedded store is opened
+only after a child process has read them (rag/index/probe.py), once per change of the files.
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rag.errors import UnavailableError
 from rag.index.embed import runtime_family
+from rag.index.probe import vector_damage
 from rag.settings import Settings
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
+    from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import (
         Embeddings,
@@ -61,6 +66,9 @@ SCHEMA = 1
 VERSION_CHECK_S = 2.0
 GET_BATCH = 5000
 WRITE_BATCH = 2000  # rows per Chroma write; its limit (5,461 on SQLite) refuses larger ones outright
+# The vector index of new collections. Tests lower Chroma's sync_threshold and batch_size here, so that a store
+# of a few papers keeps its index in files as a large one does.
+HNSW_CONFIGURATION: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
 
 
 class StoreError(UnavailableError):
@@ -68,6 +76,33 @@ class StoreError(UnavailableError):
 
 
 DOCTOR_HINT = "run `papers doctor` to see what is wrong (`papers doctor --repair` fixes what it can)"
+
+
+def collection_names(settings: Settings) -> list[str]:
+    return [f"{settings.collection}_chunks", f"{settings.collection}_papers"]
+
+
+def vector_files_damage(settings: Settings) -> str | None:
+    """What is wrong with the embedded store's vector index files, found by a child process (rag/index/probe.py)
+    when they changed since the last look; None when they read fine (never checked here with a server)."""
+    if settings.chroma_host:
+        return None
+    return vector_damage(settings.chroma_dir, settings.data_dir, collection_names(settings))
+
+
+def local_vectors_path(settings: Settings, version: str) -> Path:
+    """Where the local index of a version keeps its vectors: `index_dir(...) / VECTORS_FILE` of
+    rag/index/versions.py, which imports this module (tests/index/test_damaged_vectors.py checks they agree)."""
+    return settings.data_dir / "index" / f"{settings.collection}-{version}" / "vectors.npy"
+
+
+def vector_files_fix(settings: Settings, version: str) -> str:
+    """The way out of damaged vector index files: rebuilt from the vectors the local index keeps, when it has
+    them for the store's version, else re-embedded."""
+    if version and local_vectors_path(settings, version).exists():
+        return ("`papers doctor --repair` (sets the damaged files aside and rebuilds the vector index from the "
+                "local index's vectors, no re-embedding)")
+    return "`papers ingest --rebuild` (re-embeds every paper; the damaged store is moved aside)"
 
 
 def damaged(what: str, error: BaseException) -> StoreError:
@@ -320,22 +355,24 @@ class Store:
     # --- opening ------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, settings: Settings, create: bool = False, dim: int | None = None) -> Store:
-        """Open the index; with `create`, make it if missing (`dim` = embedding dimension)."""
+    def open(cls, settings: Settings, create: bool = False, dim: int | None = None, probe: bool = True) -> Store:
+        """Open the index; with `create`, make it if missing (`dim` = embedding dimension).
+
+        With `probe` (all but `papers doctor`, which reports it), damaged vector index files are a StoreError
+        here, before this process reads them (see `vector_files_damage`)."""
         if not create and not settings.chroma_host and not settings.chroma_dir.exists():
             raise StoreError(f"no index at {settings.chroma_dir}: run `papers ingest` first")
         if not create:
             hold_reader_lock(settings)
         client = _client(settings)
-        names = (f"{settings.collection}_chunks", f"{settings.collection}_papers")
+        names = collection_names(settings)
         try:
             if create:
                 meta = {"embed_model": settings.embed_model, "embed_dim": int(dim or 0), "schema": SCHEMA,
                         "version": uuid.uuid4().hex}
-                chunks = client.get_or_create_collection(names[0], metadata=meta,
-                                                         configuration={"hnsw": {"space": "cosine"}})
+                chunks = client.get_or_create_collection(names[0], metadata=meta, configuration=HNSW_CONFIGURATION)
                 papers = client.get_or_create_collection(names[1], metadata={"schema": SCHEMA},
-                                                         configuration={"hnsw": {"space": "cosine"}})
+                                                         configuration=HNSW_CONFIGURATION)
             else:
                 chunks = client.get_collection(names[0])
                 papers = client.get_collection(names[1])
@@ -350,8 +387,18 @@ class Store:
             raise StoreError(f"the store at {where} is unreadable ({type(e).__name__}: {e}); "
                              "run `papers ingest --rebuild` to rebuild it") from None
         store = cls(settings, client, chunks, papers)
+        if probe:
+            store.probe_vector_files()
         store.check_model(dim)
         return store
+
+    def probe_vector_files(self) -> None:
+        """Raise StoreError when the vector index files would crash this process: a segfault in Chroma's native
+        code cannot be caught, so a child process reads them first (only after they changed)."""
+        damage = vector_files_damage(self.settings)
+        if damage:
+            raise StoreError(f"the store's vector index files are damaged ({damage}): run "
+                             f"{vector_files_fix(self.settings, self.version)}")
 
     def check_model(self, dim: int | None = None) -> None:
         """Refuse an index built with another embedding model or dimension."""

@@ -251,6 +251,12 @@ def test_missing_previous_index_means_a_full_build(tmp_path: Path, tiny_corpus: 
 
 
 
+def as_recorded_by_an_older_release(store: Store, folder: Path) -> None:
+    """The store's digest as releases that saved indexes without some files recorded it (texts and paper
+    records only): a folder missing a file is then an older index, not an edited one."""
+    store.commit(store.version, versions._texts_digest(folder))
+
+
 def test_index_saved_without_term_counts_is_rebuilt_once_then_derived(tmp_path: Path, tiny_corpus: Path,
                                                                       counting_embedder, tokenised) -> None:
     """An index saved before term counts were kept loads and answers; the next ingest tokenises every row
@@ -263,6 +269,7 @@ def test_index_saved_without_term_counts_is_rebuilt_once_then_derived(tmp_path: 
     assert len(removed) == 3
     for f in removed:
         f.unlink()
+    as_recorded_by_an_older_release(store, folder)
     old = ensure_local_index(s, store)
     assert old.bm25.term_counts is None and old.search("FooNet", 5)
 
@@ -310,6 +317,7 @@ def test_saved_word_table_spares_questions_the_stemming(tmp_path: Path, tiny_cor
     assert {t: text.term_stems(t) for t in loaded.texts} == want and stemmed == []
 
     (folder / WORDS_FILE).unlink()
+    as_recorded_by_an_older_release(store, folder)
     monkeypatch.setattr(text, "_WORD_STEMS", text._WordStems())
     old = ensure_local_index(s, store)
     assert old.word_stems is None
