@@ -23,19 +23,39 @@ from pydantic_settings import SettingsError as SourceError
 from rag.errors import ConfigurationError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
-_URL_CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
-# A secret passed in a URL's query string (Azure's `?api-key=`, signed URLs' `sig=`, `token=`, `key=` ...).
-_QUERY_SECRET_RE = re.compile(r"(?i)([?&;](?:[\w.-]*?(?:key|token|secret|password|passwd|pwd|sig|signature|"
-                              r"credential|auth)[\w.-]*)=)[^&;#\s'\"]+")
+# A URL in a message: from its scheme to the next whitespace, or to the quote or `<` just before it when there is
+# one (repr() and exception messages quote URLs: 'http://...'). What a URL may hide a secret in is redacted whole,
+# whatever the names: a user:password, every query-string value (Azure's `?api-key=`, a signed URL's `sig=`, a
+# `jwt=`, `api%2Dkey=`: a list of secret-looking names never covers them all) and the fragment.
+_URL_RE = re.compile(r"(?i)(?P<open>['\"<]?)\b(?P<url>[a-z][a-z0-9+.-]*://\S*)")
+_CLOSERS = {"'": "'", '"': '"', "<": ">"}
+_QUERY_FIELD_RE = re.compile(r"(?:(?P<name>[^&;=]*)=)?[^&;]+")  # name=value, or a bare value
+
+
+def _redacted_url(url: str) -> str:
+    """One URL with its user:password, query values and fragment as ***; scheme, host, path and names kept."""
+    scheme, _, rest = url.partition("://")
+    rest, hash_, fragment = rest.partition("#")
+    rest, qmark, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:  # the last @ ends the user:password (a password may hold a raw @)
+        authority = "***@" + authority.rpartition("@")[2]
+    query = _QUERY_FIELD_RE.sub(lambda m: f"{m['name']}=***" if m["name"] is not None else "***", query)
+    return f"{scheme}://{authority}{slash}{path}{qmark}{query}{hash_}{'***' if fragment else ''}"
+
+
+def _redacted_match(m: re.Match[str]) -> str:
+    opened, url = m["open"], m["url"]
+    closer = _CLOSERS.get(opened)
+    url, cut, after = url.partition(closer) if closer else (url, "", "")
+    return opened + _redacted_url(url) + cut + after
 
 
 def redact(text: str) -> str:
-    """Text with the user:password part of every URL in it, and every secret in a URL's query string, replaced
+    """Text with the user:password part, every query-string value and the fragment of every URL in it replaced
     by ***: URL settings may carry credentials (a proxy's basic auth, an `?api-key=`), and messages, logs and
     API fields show those URLs."""
-    if "@" in text:
-        text = _URL_CREDENTIALS_RE.sub(r"\1***@", text)
-    return _QUERY_SECRET_RE.sub(r"\1***", text) if "=" in text else text
+    return _URL_RE.sub(_redacted_match, text) if "://" in text else text
 
 
 class _RedactingRecords:
@@ -51,7 +71,7 @@ class _RedactingRecords:
             message = record.getMessage()
         except Exception:  # a broken format string is logging's to report, not ours
             return record
-        if "@" in message or "=" in message:
+        if "://" in message:
             shown = redact(message)
             if shown != message:
                 record.msg, record.args = shown, None

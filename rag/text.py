@@ -75,7 +75,11 @@ def clean_markup(raw: str) -> str:
 # sees (bidi overrides and isolates: U+202E shows "txt.exe" as "exe.txt"): stored text keeps them, shown text never.
 _ESCAPES_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]"
                          r"|\x9d[^\x07\x9c]*[\x07\x9c]?")
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# The control characters (Unicode category Cc: U+0000-U+001F, U+007F-U+009F) and the bidi controls, as one class:
+# a regex pass, since every string of every record leaving the project goes through it (`inert_data`).
+_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+_UNSHOWN_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+_UNSHOWN_ONE_LINE_RE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 
 
 def inert_text(text: object, one_line: bool = False) -> str:
@@ -83,9 +87,19 @@ def inert_text(text: object, one_line: bool = False) -> str:
     escape sequences removed, other control characters and bidi controls shown as U+FFFD; newlines and tabs
     kept, unless `one_line` (a field of a one-line row: a file name holding a newline must not split it)."""
     s = _ESCAPES_RE.sub("", str(text))
-    keep = "" if one_line else "\n\t"
-    return "".join(ch if ch in keep or (unicodedata.category(ch) != "Cc" and ch not in _BIDI) else "\ufffd"
-                   for ch in s)
+    return (_UNSHOWN_ONE_LINE_RE if one_line else _UNSHOWN_RE).sub("\ufffd", s)
+
+
+def inert_data(data: object) -> object:
+    """JSON-ready data (dicts, lists, strings, numbers) with `inert_text` applied to every string in it, keys
+    included: a record leaves as a whole, so no field (a title, a quote, a notice, a grid column) can be missed."""
+    if isinstance(data, str):
+        return inert_text(data)
+    if isinstance(data, dict):
+        return {inert_data(k): inert_data(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [inert_data(v) for v in data]
+    return data
 
 
 def collapse_whitespace(text: str) -> str:

@@ -393,6 +393,36 @@ def test_url_credentials_never_leak(corpus_settings, tmp_path: Path, monkeypatch
             assert secret not in text, (secret, text[:400])
 
 
+QUERY_SECRETS = ("PCTSECRET", "JWTSECRET", "BARESECRET", "FRAGSECRET")
+SECRET_QUERY = "?api%2Dkey=PCTSECRET&jwt=JWTSECRET;BARESECRET#FRAGSECRET"  # no name a list of secret names holds
+
+
+def test_query_string_and_fragment_never_leak(corpus_settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """Every query value and the fragment of the LLM URL are redacted wherever the URL is shown: the notice of
+    an answer (the LLM answering with an error, or unreachable), `papers ask` and `--json`, the logs."""
+    caplog.set_level(logging.DEBUG)
+    with FaultServer("error") as fs:
+        asked = Assistant(fault_settings(corpus_settings, fs, openai_base_url=fs.url + SECRET_QUERY)).ask(QUESTION)
+        requests = fs.requests
+    monkeypatch.setenv("PAPERS_ENV_FILE", str(write_env(tmp_path / ".env", corpus_settings,
+                                                        f"http://127.0.0.1:1/v1{SECRET_QUERY}")))
+    runs = [cli("ask", "--mode", "llm", QUESTION), cli("ask", "--json", "--mode", "llm", QUESTION)]
+    # The premise: the query reached the LLM server, and the URL was logged.
+    assert requests and "PCTSECRET" in requests[0]["path"], requests
+    assert any("127.0.0.1" in rec.getMessage() for rec in caplog.records if rec.name.startswith(("openai", "httpx")))
+    assert_fallback(asked)
+    assert "?api%2Dkey=***&jwt=***;***#*** " in (asked.notice or ""), asked.notice
+    for r in runs:
+        assert_clean_exit(r)
+        assert "http://127.0.0.1:1/v1?api%2Dkey=***&jwt=***;***#*** " in r.stdout, r.stdout
+    texts = [json.dumps(asked.to_dict(), ensure_ascii=False), caplog.text]
+    texts += [r.output for r in runs] + [r.stderr for r in runs] + [rec.getMessage() for rec in caplog.records]
+    for text in texts:
+        for secret in QUERY_SECRETS:
+            assert secret not in text, (secret, text[:400])
+
+
 def test_settings_errors_redact_url_credentials() -> None:
     from rag.answer.llm import LLMConfigError, check_llm_settings
     from rag.settings import load_settings, redact

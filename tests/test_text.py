@@ -131,11 +131,25 @@ def test_a_primed_word_table_gives_the_same_stems_without_stemming(monkeypatch) 
     ("two\nlines\tand tab", False, "two\nlines\tand tab"),
     ("file\nname.txt", True, "file\ufffdname.txt"),               # one row: a newline never splits it
     ("bell\x07 and nul\x00", False, "bell\ufffd and nul\ufffd"),
+    ("c1 \x9b31mcsi and \x85 nel", False, "c1 csi and \ufffd nel"),  # a C1 CSI sequence removed, C1 shown
+    ("osc8 \x1b]8;;http://e.x\x1b\\link\x1b]8;;\x1b\\ end", False, "osc8 link end"),  # a hyperlink's target gone
+    ("isolate \u2067x\u2069 and rlm\u200f", False, "isolate \ufffdx\ufffd and rlm\ufffd"),
+    ("del\x7f cr\r", False, "del\ufffd cr\ufffd"),
 ])
 def test_inert_text(text: str, one_line: bool, shown: str) -> None:
     from rag.text import inert_text
 
     assert inert_text(text, one_line) == shown
+
+
+def test_inert_data_reaches_every_string() -> None:
+    """A record leaves whole: strings at any depth, keys included, are made inert; other values are kept."""
+    from rag.text import inert_data
+
+    record = {"title": "T\u202eXE", "n": 1, "score": 0.5, "ok": None, "citations": [{"quote": "q\x1b[31m", "page": 2}],
+              "pair": ("a\x9b2J", True), "k\x07": "v"}
+    assert inert_data(record) == {"title": "T\ufffdXE", "n": 1, "score": 0.5, "ok": None,
+                                  "citations": [{"quote": "q", "page": 2}], "pair": ["a", True], "k\ufffd": "v"}
 
 
 # --- the lexicon: one definition of each word list and word pattern (rag/text.py) ------------------------------

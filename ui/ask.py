@@ -16,8 +16,9 @@ import gradio as gr
 
 from rag.answer.question import clean_question
 from rag.errors import PapersError, QuestionError
+from rag.frontends.common import outgoing
 from rag.index.store import CatalogEntry
-from rag.schema import Answer, Citation, record
+from rag.schema import Answer, Citation
 from rag.service import Conversation, StreamView
 from rag.settings import Settings
 from rag.text import CITATION_RE, QUOTED_RE, citation_parts
@@ -291,7 +292,7 @@ class Chat:
     def ask(self, question: str, mode: str = "auto", k: int = 5, paper_ids: list[str] | None = None) -> dict:
         """Answer a question from the indexed abstracts; returns the `papers ask --json` object."""
         try:
-            return record(self.backend.assistant().conversation().ask(question, k=int(k), paper_ids=paper_ids or None,
+            return outgoing(self.backend.assistant().conversation().ask(question, k=int(k), paper_ids=paper_ids or None,
                                                                        mode=mode or "auto"))
         except PapersError as e:
             return {"question": question, "error": str(e)}

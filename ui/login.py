@@ -6,8 +6,14 @@ Each failure from a source doubles the wait before that source's next attempt (u
 attempts of one source wait in turn, so firing many at once gains nothing; a success resets the source's
 count. Failures from every source together slow every attempt by at most SHARED_MAX_S, so a flood from other
 addresses never locks out the owner's right password (before, fifteen parallel wrong logins for the owner's
-name made the owner's own login wait 86.8 s). Behind a reverse proxy every client is the proxy's address:
-the per-source wait then applies to all.
+name made the owner's own login wait 86.8 s).
+
+The source is the socket peer, never a header the client writes: X-Forwarded-For and Forwarded are not trusted
+(there is no setting naming trusted proxies). Uvicorn, under gradio, replaces the peer with the X-Forwarded-For
+address when the peer is 127.0.0.1, so a request carrying that header counts as one source, "forwarded", whatever
+it claims: before, fifteen wrong logins from 127.0.0.1 claiming the owner's address made the owner's right
+password wait 91 s. Behind a reverse proxy every client is the proxy (or "forwarded"), so all clients share
+the proxy's delays.
 """
 
 from __future__ import annotations
@@ -27,8 +33,20 @@ MAX_SOURCES = 10_000   # sources remembered (bounded memory under a flood of add
 CLIENT: ContextVar[str] = ContextVar("papers_login_client", default="")
 
 
+FORWARDED = "forwarded"  # the one source of every request that names a forwarded client (module docstring)
+_FORWARDING_HEADERS = frozenset({b"x-forwarded-for", b"forwarded"})
+
+
+def source_of(scope: dict[str, Any]) -> str:
+    """The source a request's failed logins count against: its peer address, or FORWARDED when it carries a
+    forwarding header (the address in the scope may then be the header's, chosen by the client)."""
+    if any(name.lower() in _FORWARDING_HEADERS for name, _ in scope.get("headers") or ()):
+        return FORWARDED
+    return str((scope.get("client") or ("",))[0])
+
+
 class ClientAddress:
-    """ASGI middleware: the request's client address, for the login check (`CLIENT`)."""
+    """ASGI middleware: the request's source (`source_of`), for the login check (`CLIENT`)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -37,7 +55,7 @@ class ClientAddress:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        token = CLIENT.set(str((scope.get("client") or ("",))[0]))
+        token = CLIENT.set(source_of(scope))
         try:
             await self.app(scope, receive, send)
         finally:

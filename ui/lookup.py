@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from rag.errors import PapersError
-from rag.schema import record
+from rag.frontends.common import outgoing
 from ui.backend import Backend, friendly
 from ui.cards import id_line, meta_line, paper_meta
 from ui.escape import esc
@@ -76,7 +76,7 @@ class Lookup:
     def cite(self, query: str, k: int = 5) -> list[dict]:
         """Citation lookup: papers matching a method name, claim or topic, best first."""
         try:
-            return [record(h) for h in self.backend.assistant().cite(query, k=int(k))]
+            return [outgoing(h) for h in self.backend.assistant().cite(query, k=int(k))]
         except PapersError as e:
             return [{"error": str(e)}]
 

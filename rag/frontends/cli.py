@@ -48,9 +48,6 @@ def _main(version: bool = typer.Option(False, "--version", callback=_show_versio
     """Ask questions about paper abstracts and get answers that cite the papers."""
 
 
-_C1_TO_JSON = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
-
-
 def terminal_safe(text: object) -> str:
     """Text from papers (and LLM replies) as the terminal may show it (rag.text.inert_text: escape sequences
     removed, control and bidi characters shown as U+FFFD). Only the output is cleaned: the stored text stays as
@@ -63,9 +60,11 @@ def _echo(text: object = "", *, nl: bool = True, err: bool = False) -> None:
 
 
 def _json_line(obj: object) -> str:
-    """JSON for a terminal: json escapes C0 control characters itself; C1 ones (U+0080-U+009F, which some
-    terminals obey) are escaped here too."""
-    return json.dumps(obj, ensure_ascii=False, default=str).translate(_C1_TO_JSON)
+    """A `--json` line: the data through `outgoing`, the serialiser every front end shares (escape sequences,
+    control and bidi characters made inert in every string: json would print U+202E and C1 controls as is)."""
+    from rag.frontends.common import outgoing
+
+    return json.dumps(outgoing(obj), ensure_ascii=False, default=lambda o: inert_text(str(o)))
 
 
 def _report_refused(key: str, text: str, error: Exception, json_out: bool) -> None:

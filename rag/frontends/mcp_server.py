@@ -10,6 +10,7 @@ stdio by default; streamable HTTP (`--http`) binds 127.0.0.1 unless PAPERS_MCP_H
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
@@ -21,11 +22,12 @@ from pydantic import BaseModel, Field
 
 from rag import prompts
 from rag.errors import PapersError
-from rag.frontends.common import markdown_safe, with_references
+from rag.frontends.common import markdown_safe, outgoing, with_references
 from rag.index.store import CatalogEntry
 from rag.schema import Citation, Grid, LookupHit, PaperRecord, record
 from rag.service import Assistant, AssistantHolder, paper_record
 from rag.settings import Settings
+from rag.text import inert_text
 
 URI_PREFIX = "papers://"
 
@@ -62,11 +64,25 @@ class PaperOut(PaperRecord):
     uri: str = ""
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_MARKUP_IN_JSON = {ord("<"): "\\u003c", ord("]"): "\\u005d"}
+
+
+def json_text(data: Any) -> str:
+    """Data as JSON text that no Markdown renderer acts on: inside strings `<` and `]` are written `\\u003c` and
+    `\\u005d` (the same data for a JSON reader). Hosts may render a tool's text as Markdown, and JSON keeps
+    paper text's `![x](...)`, `<img>` and links as they are (a backslash, written `\\\\`, renders as one backslash
+    before them); no tag, image or link can form without `<` or `]`, and JSON's own `]` is never followed by `(`
+    or `:`."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    return _JSON_STRING.sub(lambda m: m.group(0).translate(_MARKUP_IN_JSON), text)
+
+
 def _structured(out: Any) -> CallToolResult:
-    """Structured content, and the same as JSON text for clients that read only text."""
-    data = out.model_dump(mode="json") if isinstance(out, BaseModel) else record(out)
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, indent=1, ensure_ascii=False))],
-                          structured_content=data)
+    """Structured content, and the same as JSON text for clients that read only text (both made inert by
+    `outgoing`, the serialiser every front end shares)."""
+    data = outgoing(out)
+    return CallToolResult(content=[TextContent(type="text", text=json_text(data))], structured_content=data)
 
 
 def paper_uri(paper_id: str) -> str:
@@ -91,7 +107,7 @@ def paper_markdown(e: CatalogEntry) -> str:
 
 def _failed(message: str) -> CallToolResult:
     """A tool error with exactly the CLI's message (raising would prefix it with the SDK's own words)."""
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=inert_text(message))], is_error=True)
 
 
 class PapersMCP(MCPServer):
@@ -108,8 +124,8 @@ class PapersMCP(MCPServer):
             papers = await anyio.to_thread.run_sync(lambda: self.holder.get().papers())
         except PapersError:
             papers = []  # no index yet: nothing to list (the tools say why)
-        listed = [Resource(uri=paper_uri(e.paper_id), name=e.label, title=e.title or e.label,
-                           description=f"Abstract and metadata of {e.label} ({e.source}#{e.position})",
+        listed = [Resource(uri=paper_uri(e.paper_id), name=inert_text(e.label), title=inert_text(e.title or e.label),
+                           description=inert_text(f"Abstract and metadata of {e.label} ({e.source}#{e.position})"),
                            mime_type="text/markdown") for e in papers]
         return listed + await super().list_resources()
 
@@ -143,7 +159,7 @@ def _add_answer_tools(server: PapersMCP, holder: AssistantHolder) -> None:
                      timings_ms={k: round(v, 1) for k, v in answer.timings_ms.items()})
         # The text is what hosts show and models repeat: active Markdown from paper text is neutralised there.
         return CallToolResult(content=[TextContent(type="text", text=markdown_safe(with_references(answer)))],
-                              structured_content=out.model_dump(mode="json"))
+                              structured_content=outgoing(out))
 
     @server.tool(description="Citation lookup: the papers that match a method name, claim or topic, best first, "
                              "each with its best-matching sentence, how strongly it matches and a reference line.")
@@ -170,8 +186,8 @@ def _add_answer_tools(server: PapersMCP, holder: AssistantHolder) -> None:
             table = holder.get().grid(columns, paper_ids, lookup)
         except PapersError as e:
             return _failed(str(e))
-        return CallToolResult(content=[TextContent(type="text", text=grid_markdown(table))],
-                              structured_content=record(table))
+        return CallToolResult(content=[TextContent(type="text", text=inert_text(grid_markdown(table)))],
+                              structured_content=outgoing(table))
 
 
 def _add_paper_tools(server: PapersMCP, holder: AssistantHolder) -> None:

@@ -4,12 +4,13 @@ library, curl) can use the assistant as a "model".
 - `POST /v1/chat/completions`, streaming (server-sent events) or not. The last user message is the question;
   earlier turns are the conversation, so follow-ups work (rag.service.Conversation resolves them; the question
   searched for is in `papers.rewritten`).
-- The message text has `[n]` markers and ends with a reference list (`![` and `<tag` from paper text are
-  backslash-escaped, so a client rendering Markdown fetches no image and renders no tag), so a client that shows
-  only text still shows the sources. The citations as data (the `papers ask --json` citation records) are in an
-  extra field `citations`, on the response and on its choice (streaming: on the last chunk, the one with a
-  `finish_reason`). `papers` on the same objects holds abstained, mode, lead, notice, rewritten, outside_scope,
-  unsupported and timings_ms.
+- The message text has `[n]` markers and ends with a reference list (backslashes, `![`, `<tag` and the `]` of a
+  link from paper text are backslash-escaped, rag.frontends.common.markdown_safe, so a client rendering Markdown
+  fetches no image and renders no tag or link), so a client that shows only text still shows the sources. The
+  citations as data (the `papers ask --json` citation records) are in an extra field `citations`, on the response
+  and on its choice (streaming: on the last chunk, the one with a `finish_reason`). `papers` on the same objects
+  holds abstained, mode, lead, notice, rewritten, outside_scope, unsupported and timings_ms. Every string of
+  these records has escape sequences, control and bidi characters made inert (rag.frontends.common.outgoing).
 - `usage` counts tokens with the cl100k_base tokenizer (prompt: every message's text; completion: the reply),
   also streamed as a last chunk when the request sets `stream_options.include_usage`.
 - Optional request fields (the `openai` client's `extra_body`): `k`, `paper_ids`, `answer_mode`. `n` other than 1
@@ -42,7 +43,7 @@ from starlette.exceptions import HTTPException
 from rag import prompts
 from rag.answer.conversation import TurnRecord
 from rag.errors import PapersError
-from rag.frontends.common import MarkdownSafeStream, markdown_safe, with_references
+from rag.frontends.common import MarkdownSafeStream, markdown_safe, outgoing, with_references
 from rag.schema import Answer, StreamEvent, record
 from rag.service import MAX_HISTORY_TURNS, Assistant, AssistantHolder, Conversation, StreamView
 from rag.settings import Settings
@@ -132,7 +133,7 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
     kind = "invalid_request_error" if status < 500 else "server_error"
     if status == 401:
         kind = "authentication_error"
-    return JSONResponse({"error": {"message": message, "type": kind, "code": code, "param": param}},
+    return JSONResponse(outgoing({"error": {"message": message, "type": kind, "code": code, "param": param}}),
                         status_code=status, headers=headers)
 
 
@@ -314,12 +315,12 @@ def _final(events: Iterable[StreamEvent]) -> Answer:
 
 def _extra(answer: Answer) -> dict[str, Any]:
     """The documented extra fields: `citations` (the `papers ask --json` records) and `papers` (answer facts the
-    text does not carry as data)."""
-    return {"citations": [record(c) for c in answer.citations],
+    text does not carry as data), made inert by `outgoing` as every record leaving a front end is."""
+    return outgoing({"citations": [record(c) for c in answer.citations],
             "papers": {"abstained": answer.abstained, "mode": answer.mode, "lead": answer.lead,
                        "notice": answer.notice, "rewritten": answer.rewritten, "outside_scope": answer.outside_scope,
                        "unsupported": [u["sentence"] for u in answer.unsupported],
-                       "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()}}}
+                       "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()}}})
 
 
 def _sse(events: Iterator[StreamEvent], conversations: Conversations, conversation: Conversation, ident: str,

@@ -250,6 +250,74 @@ def test_real_ui_slows_wrong_logins(corpus_settings, monkeypatch: pytest.MonkeyP
         assert login(PASSWORD) == 200
 
 
+@pytest.mark.parametrize("client, headers, source", [
+    (("10.0.0.7", 5000), [], "10.0.0.7"),
+    (("127.0.0.2", 5000), [(b"x-forwarded-for", b"127.0.0.2")], "forwarded"),  # uvicorn put the header's address
+    (("10.0.0.7", 5000), [(b"X-Forwarded-For", b"10.0.0.1, 10.0.0.2")], "forwarded"),
+    (("10.0.0.7", 5000), [(b"forwarded", b"for=10.0.0.1")], "forwarded"),
+    (None, [], ""),
+])
+def test_login_source_is_the_peer_and_forwarding_headers_are_one_source(client, headers, source) -> None:  # noqa: ANN001
+    from ui.login import source_of
+
+    assert source_of({"type": "http", "client": client, "headers": headers}) == source
+
+
+def _logins(url: str, attempts: list[tuple[str, str, dict[str, str]]]) -> list[tuple[int, float]]:
+    """Each (source address, password, headers) as a POST /login from that address, all at once: (status, s)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [httpx.Client(transport=httpx.HTTPTransport(local_address=src), timeout=120) for src, _, _ in attempts]
+
+    def one(i: int) -> tuple[int, float]:
+        _, password, headers = attempts[i]
+        t0 = time.monotonic()
+        status = clients[i].post(url + "login", data={"username": USER, "password": password},
+                                 headers=headers).status_code
+        return status, time.monotonic() - t0
+
+    try:
+        with ThreadPoolExecutor(len(attempts)) as pool:
+            return list(pool.map(one, range(len(attempts))))
+    finally:
+        for c in clients:
+            c.close()
+
+
+@pytest.mark.slow
+def test_a_forwarded_header_never_lends_the_owner_its_delays(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrong logins from 127.0.0.1 claiming the owner's address (X-Forwarded-For, which uvicorn obeys from
+    127.0.0.1) wait in their own queue: the owner's right password from that address is not held up (it waited
+    91 s). A flood from many other addresses delays the owner by SHARED_MAX_S at most. Real UI, real middleware."""
+    import time
+
+    from ui import login
+
+    monkeypatch.setattr(login, "FIRST_DELAY_S", 0.2)
+    monkeypatch.setattr(login, "MAX_DELAY_S", 1.0)
+    monkeypatch.setenv("PAPERS_UI_AUTH", f"{USER}:{PASSWORD}")
+    settings = load_settings(_env_file=None, data_dir=tmp_path / "data", ui_port=free_port())
+    spoofed = [("127.0.0.1", f"guess{i}", {"X-Forwarded-For": "127.0.0.2"}) for i in range(5)]
+    spoofed += [("127.0.0.1", "guess-f", {"Forwarded": "for=127.0.0.2"})]
+    with launched(settings) as url:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            flood = pool.submit(_logins, url, spoofed)
+            time.sleep(0.5)  # the spoofed attempts are queued and waiting
+            [(status, took)] = _logins(url, [("127.0.0.2", PASSWORD, {})])
+            attackers = flood.result()
+        assert status == 200 and took < 0.5, took
+        # The premise: the spoofed attempts were slowed, one after another (0.2 + 0.4 + 0.8 + 1 + 1 s).
+        assert {s for s, _ in attackers} == {400} and max(t for _, t in attackers) >= 3.4 - 0.2, attackers
+        # Thirty wrong logins from thirty other addresses, then the owner: the shared wait (SHARED_MAX_S) at most.
+        _logins(url, [(f"127.0.1.{i + 1}", f"guess{i}", {}) for i in range(30)])
+        [(status, took)] = _logins(url, [("127.0.0.3", PASSWORD, {})])
+        assert status == 200 and took < login.SHARED_MAX_S + 0.5, took
+
+
 @pytest.mark.slow
 def test_url_credentials_never_reach_the_api_or_pages(corpus_settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     with FaultServer("error") as llm:
